@@ -1,0 +1,93 @@
+# xenblk: QEMU xen-block fork (patch queue on a pinned QEMU) and xensim.
+# A thin wrapper: the work is in scripts/ and meson. `make help` lists verbs.
+
+TOP      := $(CURDIR)
+BUILD    := $(TOP)/build
+SHELL    := /bin/bash
+-include upstream/qemu.conf
+
+# Series version for `qemu-system-i386 --version` of the fork.
+SERIES_VERSION := $(shell cat patches/VERSION 2>/dev/null || echo 0)
+FORK_PKGVERSION := xenblk-$(SERIES_VERSION)-$(shell \
+	cat patches/series 2>/dev/null | grep -cv '^\s*\(\#\|$$\)')p
+
+QEMU_UPSTREAM := $(BUILD)/upstream/obj/qemu-system-i386
+QEMU_FORK     := $(BUILD)/fork/qemu-system-i386
+XENSIM_BUILD  := $(BUILD)/xensim
+
+export QEMU_UPSTREAM QEMU_FORK
+
+.PHONY: all help deps fetch src export check-patches build upstream fork \
+	xensim main check check-tooling check-xensim check-qtest bench \
+	bench-quick clean distclean
+
+all: build main
+
+help:
+	@echo "make               set up, build both QEMUs and xensim, run the main job"
+	@echo "make deps          install Debian packages (and backports meson)"
+	@echo "make fetch         fetch and verify the pinned QEMU $(QEMU_VERSION) base"
+	@echo "make src           build/src/ = base + patches/series as git commits"
+	@echo "make export        build/src/ commits -> patches/ (git format-patch)"
+	@echo "make check-patches checkpatch.pl + build after each patch (bisect)"
+	@echo "make build         pristine upstream QEMU, the fork, and xensim"
+	@echo "make main          the main job: fio through xen-block, both arms"
+	@echo "make check         every test (tooling, xensim, qtests, integrity)"
+	@echo "make bench         the full benchmark grid (long)"
+	@echo "make bench-quick   a small benchmark grid (CI-sized)"
+	@echo "make clean         remove build/ except downloads and ccache"
+
+deps:
+	@scripts/setup-deps.sh
+
+fetch: deps
+	@scripts/fetch-upstream.sh $(BUILD)/upstream/src
+
+src: fetch
+	@scripts/queue.sh src
+
+export:
+	@scripts/queue.sh export
+
+check-patches: src
+	@scripts/queue.sh check
+
+build: upstream fork xensim
+
+upstream: fetch
+	@scripts/build-qemu.sh $(BUILD)/upstream/src $(BUILD)/upstream/obj ""
+
+# build/src is (re)made from patches/ when missing; edits in it are kept.
+$(BUILD)/src/.git:
+	@$(MAKE) --no-print-directory src
+
+fork: deps $(BUILD)/src/.git
+	@scripts/build-qemu.sh $(BUILD)/src $(BUILD)/fork "$(FORK_PKGVERSION)"
+
+xensim: deps
+	@[ -f $(XENSIM_BUILD)/build.ninja ] || meson setup $(XENSIM_BUILD) $(TOP)
+	@ninja -C $(XENSIM_BUILD)
+
+main: build
+	@scripts/main-job.sh
+
+check: build check-tooling check-xensim
+
+check-tooling: deps
+	@tests/tooling/run.sh
+
+check-xensim: xensim
+	@meson test -C $(XENSIM_BUILD) --print-errorlogs
+
+bench: build
+	@scripts/bench.sh full
+
+bench-quick: build
+	@scripts/bench.sh quick
+
+clean:
+	rm -rf $(BUILD)/upstream/obj $(BUILD)/fork $(BUILD)/xensim \
+	       $(BUILD)/check $(BUILD)/tools $(BUILD)/runs
+
+distclean:
+	rm -rf $(BUILD)

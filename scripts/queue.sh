@@ -1,0 +1,140 @@
+#!/bin/bash
+# The patch queue: patches/series applied on the pinned base as git commits.
+#
+#   queue.sh src     build/src/ = pristine base commit + one commit per patch
+#                    (git am). Refuses to replace a build/src/ whose commits
+#                    are not exported yet, unless FORCE=1.
+#   queue.sh export  build/src/ commits since the base -> patches/ and
+#                    patches/series (git format-patch, stable names, no
+#                    churn when nothing changed).
+#   queue.sh check   checkpatch.pl on every patch, then build the tree after
+#                    each patch (bisectability) in build/check/.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/upstream/qemu.conf"
+build=$top/build
+srcdir=$build/src
+pristine=$build/upstream/src
+patches=$top/patches
+
+# Fixed identity and dates make the base and patch commits reproducible.
+export GIT_AUTHOR_NAME="QEMU upstream" GIT_AUTHOR_EMAIL="qemu-devel@nongnu.org"
+export GIT_COMMITTER_NAME="xenblk patch queue" GIT_COMMITTER_EMAIL="xenblk@localhost"
+export GIT_AUTHOR_DATE="2000-01-01T00:00:00Z" GIT_COMMITTER_DATE="2000-01-01T00:00:00Z"
+BASE_TAG=base/$QEMU_VERSION
+
+series() {
+    [ -f "$patches/series" ] || return 0
+    grep -v '^[[:space:]]*\(#\|$\)' "$patches/series" || true
+}
+
+format_patches() {   # $1 = output directory
+    git -C "$srcdir" -c core.abbrev=12 format-patch -q --zero-commit \
+        --no-signature --no-numbered --subject-prefix=PATCH \
+        -o "$1" "$BASE_TAG..HEAD" >/dev/null
+}
+
+unexported() {       # true when build/src holds commits patches/ lacks
+    [ -d "$srcdir/.git" ] || return 1
+    local tmp rc=1
+    tmp=$(mktemp -d)
+    format_patches "$tmp"
+    for p in "$tmp"/*.patch; do
+        [ -e "$p" ] || break
+        cmp -s "$p" "$patches/${p##*/}" || rc=0
+    done
+    [ "$(ls "$tmp" | wc -l)" = "$(series | wc -l)" ] || rc=0
+    git -C "$srcdir" diff --quiet HEAD || rc=0
+    rm -rf "$tmp"
+    return $rc
+}
+
+cmd_src() {
+    "$top/scripts/fetch-upstream.sh" "$pristine"
+    if [ -d "$srcdir" ] && [ -z "${FORCE:-}" ] && unexported; then
+        echo "queue: build/src has changes or commits not in patches/;" \
+             "run 'make export' first, or FORCE=1 to discard them" >&2
+        exit 1
+    fi
+    local stage=$build/.src.new
+    rm -rf "$stage"
+    mkdir -p "$stage"
+    cp -a "$pristine/." "$stage/"
+    git -C "$stage" init -q -b base
+    git -C "$stage" add -A -f .
+    git -C "$stage" commit -q -m "QEMU $QEMU_VERSION ($QEMU_DEBVERSION orig tarball)"
+    git -C "$stage" tag "$BASE_TAG"
+    git -C "$stage" checkout -q -b fork
+    local p
+    for p in $(series); do
+        git -C "$stage" am -q --committer-date-is-author-date "$patches/$p" || {
+            git -C "$stage" am --abort || true
+            echo "queue: $p does not apply" >&2
+            exit 1
+        }
+    done
+    rm -rf "$srcdir"
+    mv "$stage" "$srcdir"
+    echo "queue: build/src = QEMU $QEMU_VERSION + $(series | wc -l) patches"
+}
+
+cmd_export() {
+    [ -d "$srcdir/.git" ] || { echo "queue: no build/src; run 'make src'" >&2; exit 1; }
+    git -C "$srcdir" diff --quiet HEAD ||
+        echo "queue: warning: uncommitted changes in build/src are not exported" >&2
+    local tmp
+    tmp=$(mktemp -d)
+    format_patches "$tmp"
+    # Replace only what changed, so unchanged patches keep their mtime.
+    for p in "$patches"/*.patch; do
+        [ -e "$p" ] || break
+        [ -e "$tmp/${p##*/}" ] || rm -f "$p"
+    done
+    for p in "$tmp"/*.patch; do
+        [ -e "$p" ] || break
+        cmp -s "$p" "$patches/${p##*/}" || cp "$p" "$patches/${p##*/}"
+    done
+    (cd "$tmp" && ls *.patch 2>/dev/null || true) > "$tmp/series.new"
+    cmp -s "$tmp/series.new" "$patches/series" || cp "$tmp/series.new" "$patches/series"
+    rm -rf "$tmp"
+    echo "queue: exported $(series | wc -l) patches"
+}
+
+cmd_check() {
+    [ -d "$srcdir/.git" ] || cmd_src
+    local n rc=0 p
+    n=$(series | wc -l)
+    echo "queue: checkpatch on $n patches"
+    for p in $(series); do
+        if ! "$srcdir/scripts/checkpatch.pl" --no-signoff -q "$patches/$p"; then
+            echo "queue: checkpatch: $p: FAILED" >&2
+            rc=1
+        fi
+        grep -q '^Signed-off-by:' "$patches/$p" ||
+            { echo "queue: $p has no Signed-off-by" >&2; rc=1; }
+    done
+    [ $rc = 0 ] || exit 1
+    # Bisectability: build the tree after each patch, in one work tree so
+    # each step recompiles only what that patch touched.
+    local wt=$build/check/src i=0 c
+    rm -rf "$wt"
+    git -C "$srcdir" worktree prune
+    git -C "$srcdir" worktree add -q --detach "$wt" "$BASE_TAG"
+    for c in $(git -C "$srcdir" rev-list --reverse "$BASE_TAG..HEAD"); do
+        i=$((i + 1))
+        git -C "$wt" checkout -q --detach "$c"
+        echo "queue: building after patch $i/$n: $(git -C "$wt" log -1 --format=%s)"
+        "$top/scripts/build-qemu.sh" "$wt" "$build/check/obj" "check" >/dev/null ||
+            { echo "queue: tree does not build after patch $i" >&2; exit 1; }
+    done
+    git -C "$srcdir" worktree remove --force "$wt"
+    echo "queue: $n patches pass checkpatch and build one by one"
+}
+
+case ${1:-} in
+src) cmd_src ;;
+export) cmd_export ;;
+check) cmd_check ;;
+*) echo "usage: queue.sh src|export|check" >&2; exit 2 ;;
+esac

@@ -1,0 +1,61 @@
+#!/bin/bash
+# Install everything the fork, xensim and the benchmarks need on Debian 12.
+# Idempotent: installs only what is missing, adds bookworm-backports (for
+# meson >= 1.5) and a deb-src entry only when the machine has none.
+set -euo pipefail
+
+PKGS=(
+    build-essential pkg-config git ccache ninja-build flex bison
+    python3 python3-venv xz-utils dpkg-dev ca-certificates
+    libglib2.0-dev libpixman-1-dev zlib1g-dev libzstd-dev libfdt-dev
+    device-tree-compiler libaio-dev liburing-dev libxen-dev
+    fio e2fsprogs qemu-utils gnuplot-nox jq
+)
+BPO_PKGS=(meson python3-pycotap)
+
+SUDO=
+[ "$(id -u)" = 0 ] || SUDO=sudo
+
+have_all() {
+    local p
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed' || return 1
+    done
+}
+
+meson_ok() {
+    command -v meson >/dev/null &&
+        dpkg --compare-versions "$(meson --version)" ge 1.5
+}
+
+if have_all "${PKGS[@]}" python3-pycotap && meson_ok; then
+    exit 0
+fi
+
+src_dir=/etc/apt/sources.list.d
+if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list $src_dir; then
+    echo "setup-deps: adding bookworm-backports (meson >= 1.5)"
+    $SUDO tee $src_dir/xenblk-backports.sources >/dev/null <<'EOF'
+Types: deb deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+fi
+if ! grep -rqsE '^(deb-src|Types:.*deb-src)' /etc/apt/sources.list $src_dir; then
+    echo "setup-deps: adding a deb-src entry (apt-get source)"
+    $SUDO tee $src_dir/xenblk-src.sources >/dev/null <<'EOF'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${PKGS[@]}"
+$SUDO apt-get install -y -q --no-install-recommends -t bookworm-backports "${BPO_PKGS[@]}"
+meson_ok || { echo "setup-deps: meson >= 1.5 still missing" >&2; exit 1; }

@@ -1,0 +1,120 @@
+#!/bin/bash
+# Tests of the fork's own tooling: pinned fetch, patch-queue round trip,
+# and what the two QEMU builds must provide.
+# Prints one line per test and a closing "N passed, N failed" line.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/upstream/qemu.conf"
+shared=${SHARED_UPSTREAM:-$top/../shared/upstream}
+work=$(mktemp -d /tmp/xenblk-tooling.XXXXXX)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+pass=0
+fail=0
+
+ok()   { echo "ok - $1"; pass=$((pass + 1)); }
+nok()  { echo "not ok - $1"; fail=$((fail + 1)); [ -n "${2:-}" ] && sed 's/^/#   /' "$2"; }
+
+# A tarball with one byte changed must be refused, leaving nothing behind.
+t_tampered() {
+    local d=$work/tampered
+    mkdir -p "$d/shared" "$d/dl"
+    cp "$shared/$QEMU_ORIG" "$d/shared/"
+    printf '\x00' | dd of="$d/shared/$QEMU_ORIG" bs=1 seek=4096 conv=notrunc status=none
+    if NO_APT_SOURCE=1 SHARED_UPSTREAM=$d/shared DL_DIR=$d/dl \
+        "$top/scripts/fetch-upstream.sh" "$d/out" >"$d/log" 2>&1; then
+        nok "tampered tarball is refused" "$d/log"
+    elif [ -e "$d/out" ] || ls "$d"/.unpack.* >/dev/null 2>&1 || [ -e "$d/dl/$QEMU_ORIG" ]; then
+        nok "tampered tarball leaves nothing behind" "$d/log"
+    elif ! grep -q 'sha256 mismatch' "$d/log" || ! grep -q "$d/shared/$QEMU_ORIG" "$d/log"; then
+        nok "tampered tarball error names the mismatch and what was tried" "$d/log"
+    else
+        ok "tampered tarball is refused with a clear error, nothing left behind"
+    fi
+}
+
+# No source at all: a clear error naming every place tried.
+t_nosource() {
+    local d=$work/nosource
+    mkdir -p "$d/shared" "$d/dl"
+    if NO_APT_SOURCE=1 SHARED_UPSTREAM=$d/shared DL_DIR=$d/dl \
+        "$top/scripts/fetch-upstream.sh" "$d/out" >"$d/log" 2>&1; then
+        nok "missing source is an error" "$d/log"
+    elif ! grep -q "no verified copy" "$d/log" || [ -e "$d/out" ]; then
+        nok "missing source error is clear" "$d/log"
+    else
+        ok "missing source gives a clear error"
+    fi
+}
+
+# make src && make export leaves patches/ byte-identical, for the real
+# series and for a series with one more patch made in build/src.
+t_roundtrip() {
+    local d=$work/clone
+    mkdir -p "$d"
+    (cd "$top" && git ls-files -z | xargs -0 -r cp --parents -t "$d")
+    (cd "$top" && git ls-files -z --others --exclude-standard | xargs -0 -r cp --parents -t "$d")
+    mkdir -p "$d/build"
+    # Reuse the verified download and unpacked base; nothing is rebuilt.
+    ln -s "$top/build/dl" "$d/build/dl"
+    [ -d "$top/build/upstream/src" ] && mkdir -p "$d/build/upstream" &&
+        ln -s "$top/build/upstream/src" "$d/build/upstream/src"
+    cp -a "$d/patches" "$work/patches.orig"
+    if ! (cd "$d" && scripts/queue.sh src && scripts/queue.sh export) >"$work/rt.log" 2>&1; then
+        nok "make src && make export runs" "$work/rt.log"; return
+    fi
+    if ! diff -r "$work/patches.orig" "$d/patches" >"$work/rt.diff"; then
+        nok "make src && make export leaves patches/ byte-identical" "$work/rt.diff"; return
+    fi
+    # One more patch, exported, re-applied and exported again.
+    (cd "$d/build/src" && echo "/* roundtrip */" >> README.rst &&
+        git -c user.name=T -c user.email=t@t commit -q -a \
+            -m "tests: round trip" -m "Signed-off-by: T <t@t>") >>"$work/rt.log" 2>&1
+    (cd "$d" && scripts/queue.sh export) >>"$work/rt.log" 2>&1
+    cp -a "$d/patches" "$work/patches.one"
+    if ! (cd "$d" && FORCE=1 scripts/queue.sh src && scripts/queue.sh export) >>"$work/rt.log" 2>&1 ||
+       ! diff -r "$work/patches.one" "$d/patches" >"$work/rt.diff" ||
+       [ "$(grep -c . "$d/patches/series")" != "$(( $(grep -c . "$work/patches.orig/series") + 1 ))" ]; then
+        nok "a new patch survives src/export byte-identical" "$work/rt.diff"; return
+    fi
+    # An unexported change in build/src must not be thrown away by `make src`.
+    echo "/* local */" >> "$d/build/src/README.rst"
+    if (cd "$d" && scripts/queue.sh src) >>"$work/rt.log" 2>&1; then
+        nok "make src refuses to discard unexported work" "$work/rt.log"; return
+    fi
+    ok "make src && make export round trip is byte-identical (series of $(grep -c . "$work/patches.orig/series") and +1)"
+}
+
+t_binaries() {
+    local up=${QEMU_UPSTREAM:-$top/build/upstream/obj/qemu-system-i386}
+    local fork=${QEMU_FORK:-$top/build/fork/qemu-system-i386}
+    local b
+    for b in "$up" "$fork"; do
+        if [ ! -x "$b" ] || [ ! -x "$(dirname "$b")/qemu-img" ]; then
+            nok "$b and qemu-img are built"; continue
+        fi
+        if "$b" -device help 2>&1 | grep -q '"xen-disk"'; then
+            ok "$(basename "$(dirname "$(dirname "$b")")")/$(basename "$(dirname "$b")"): -device help lists xen-disk"
+        else
+            nok "$b -device help lists xen-disk"
+        fi
+    done
+    [ -x "$fork" ] || return
+    if "$fork" --version | head -1 | grep -q "(xenblk-[0-9.]*-[0-9]*p)"; then
+        ok "fork --version names the series: $("$fork" --version | head -1)"
+    else
+        nok "fork --version names the series: $("$fork" --version | head -1)"
+    fi
+    if "$up" --version | head -1 | grep -q xenblk; then
+        nok "upstream --version carries no fork suffix"
+    else
+        ok "upstream --version carries no fork suffix"
+    fi
+}
+
+t_tampered
+t_nosource
+t_roundtrip
+t_binaries
+echo "tooling: $pass passed, $fail failed"
+[ "$fail" = 0 ]
