@@ -10,6 +10,9 @@
  *   hv              struct xensim_hv_shared, the hypervisor's own state
  *   dom<N>.mem      domain N's memory, nr_pages * XC_PAGE_SIZE bytes
  *   dom<N>.gnttab   domain N's v1 grant table (grant_entry_v1_t array)
+ *   dom0.xsd_kva    dom0's own xenstore ring page: what Linux dom0 offers
+ *                   xenstored as /proc/xen/xsd_kva (its port, /proc/xen/
+ *                   xsd_port, is domains[0].xenstore_port, unbound for 0)
  *
  * All three live on tmpfs (the run directory is under /dev/shm) and are
  * mapped MAP_SHARED by every participant: the toolstack (xensim run),
@@ -60,6 +63,8 @@
  * Pages from XENSIM_FIRST_FREE_GFN on belong to the guest.
  */
 #define XENSIM_XENSTORE_GFN     0u
+#define XENSIM_DOM0_KVA_FILE    "dom0.xsd_kva"
+
 #define XENSIM_FIRST_FREE_GFN   1u
 
 enum xensim_port_state {
@@ -69,15 +74,28 @@ enum xensim_port_state {
     XENSIM_PORT_VIRQ,           /* dom0 only: virq */
 };
 
+/*
+ * xensim_port.evstate: owner (handle index + 1) in bits 16..31, plus
+ * PENDING and MASKED, changed only with atomic read-modify-writes. The
+ * one operation that makes a port pending-and-unmasked with an owner
+ * (notify, unmask or adopt) adds exactly one credit to the owner's
+ * eventfd (EFD_SEMAPHORE); pending() takes one credit per port returned.
+ * So the fd is readable only when a port can be returned: no spurious
+ * wakeups (xenstored exits if pending() fails after poll()).
+ */
+#define XENSIM_EV_PENDING       1u
+#define XENSIM_EV_MASKED        2u
+#define XENSIM_EV_OWNER_SHIFT   16
+
 struct xensim_port {
     uint32_t state;             /* enum xensim_port_state */
     uint32_t remote_dom;
     uint32_t remote_port;
     uint32_t virq;
     uint32_t handle;            /* owning handle index + 1; 0 = none */
-    uint32_t pending;           /* atomic */
-    uint32_t masked;            /* written by the owner only */
-    uint32_t pad;
+    uint32_t pending;           /* snapshot of XENSIM_EV_PENDING */
+    uint32_t masked;            /* snapshot of XENSIM_EV_MASKED */
+    uint32_t evstate;           /* atomic: the truth, see XENSIM_EV_* */
     uint64_t notifies;          /* atomic: notifies sent from this port */
     uint64_t wakeups;           /* atomic: eventfd writes to this port's owner */
 };

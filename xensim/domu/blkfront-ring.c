@@ -1,0 +1,143 @@
+/*
+ * xensim blkfront: ring ABIs and request splitting.
+ *
+ * Copyright (c) 2026 The xenblk fork authors
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * Pure functions over ring memory and buffer addresses, unit-tested
+ * without a backend (test-blkfront-ring.c).
+ */
+#include <glib.h>
+
+#include "blkfront-int.h"
+
+unsigned int bf_ring_entries(enum blkfront_protocol proto,
+                             unsigned int order)
+{
+    size_t size = (size_t)XENSIM_PAGE_SIZE << order;
+
+    switch (proto) {
+    case BLKFRONT_PROTO_X86_32:
+        return __CONST_RING_SIZE(bf_x86_32, size);
+    case BLKFRONT_PROTO_X86_64:
+        return __CONST_RING_SIZE(bf_x86_64, size);
+    case BLKFRONT_PROTO_NATIVE:
+    default:
+        return __CONST_RING_SIZE(blkif, size);
+    }
+}
+
+/*
+ * Field-by-field store into a slot of another ABI's layout; the discard
+ * variant overlays the segment area with nr_sectors (blkif.h,
+ * struct blkif_request_discard).
+ */
+#define BF_STORE(dst, dtype, r) do {                                        \
+    (dst)->operation = (r)->operation;                                      \
+    (dst)->handle = (r)->handle;                                            \
+    (dst)->id = (r)->id;                                                    \
+    (dst)->sector_number = (r)->sector_number;                              \
+    if ((r)->operation == BLKIF_OP_DISCARD) {                               \
+        const blkif_request_discard_t *rd_ = (const void *)(r);             \
+        dtype *dd_ = (void *)(dst);                                         \
+        dd_->flag = rd_->flag;                                              \
+        dd_->nr_sectors = rd_->nr_sectors;                                  \
+    } else {                                                                \
+        (dst)->nr_segments = (r)->nr_segments;                              \
+        memcpy((dst)->seg, (r)->seg,                                        \
+               MIN((r)->nr_segments, BLKIF_MAX_SEGMENTS_PER_REQUEST) *      \
+               sizeof((r)->seg[0]));                                        \
+    }                                                                       \
+} while (0)
+
+void bf_store_request(union bf_front_ring *ring,
+                      enum blkfront_protocol proto, RING_IDX idx,
+                      const blkif_request_t *r)
+{
+    switch (proto) {
+    case BLKFRONT_PROTO_X86_32: {
+        struct bf_x86_32_request *s = RING_GET_REQUEST(&ring->x86_32, idx);
+
+        BF_STORE(s, struct bf_x86_32_request_discard, r);
+        break;
+    }
+    case BLKFRONT_PROTO_X86_64: {
+        struct bf_x86_64_request *s = RING_GET_REQUEST(&ring->x86_64, idx);
+
+        BF_STORE(s, struct bf_x86_64_request_discard, r);
+        break;
+    }
+    case BLKFRONT_PROTO_NATIVE:
+    default: {
+        blkif_request_t *s = RING_GET_REQUEST(&ring->native, idx);
+
+        BF_STORE(s, blkif_request_discard_t, r);
+        break;
+    }
+    }
+}
+
+void bf_load_response(union bf_front_ring *ring,
+                      enum blkfront_protocol proto, RING_IDX idx,
+                      uint64_t *id, int16_t *status)
+{
+    switch (proto) {
+    case BLKFRONT_PROTO_X86_32: {
+        struct bf_x86_32_response *s = RING_GET_RESPONSE(&ring->x86_32, idx);
+
+        *id = DOMU_READ_ONCE(s->id);
+        *status = DOMU_READ_ONCE(s->status);
+        break;
+    }
+    case BLKFRONT_PROTO_X86_64: {
+        struct bf_x86_64_response *s = RING_GET_RESPONSE(&ring->x86_64, idx);
+
+        *id = DOMU_READ_ONCE(s->id);
+        *status = DOMU_READ_ONCE(s->status);
+        break;
+    }
+    case BLKFRONT_PROTO_NATIVE:
+    default: {
+        blkif_response_t *s = RING_GET_RESPONSE(&ring->native, idx);
+
+        *id = DOMU_READ_ONCE(s->id);
+        *status = DOMU_READ_ONCE(s->status);
+        break;
+    }
+    }
+}
+
+uint64_t bf_split_next(uintptr_t buf, uint64_t len, uint64_t done,
+                       struct bf_seg seg[BLKIF_MAX_SEGMENTS_PER_REQUEST],
+                       unsigned int *nseg)
+{
+    uint64_t covered = 0;
+    unsigned int n = 0;
+
+    while (done + covered < len && n < BLKIF_MAX_SEGMENTS_PER_REQUEST) {
+        uintptr_t a = buf + done + covered;
+        uintptr_t off = a & (XENSIM_PAGE_SIZE - 1);
+        uint64_t chunk = MIN(XENSIM_PAGE_SIZE - off, len - done - covered);
+
+        seg[n].page = a - off;
+        seg[n].first_sect = off >> 9;
+        seg[n].last_sect = ((off + chunk) >> 9) - 1;
+        covered += chunk;
+        n++;
+    }
+    *nseg = n;
+    return covered;
+}
+
+uint32_t bf_split_count(uintptr_t buf, uint64_t len)
+{
+    uintptr_t first = buf & ~(uintptr_t)(XENSIM_PAGE_SIZE - 1);
+    uint64_t pages;
+
+    if (!len) {
+        return 0;
+    }
+    pages = (buf + len - 1 - first) / XENSIM_PAGE_SIZE + 1;
+    return (pages + BLKIF_MAX_SEGMENTS_PER_REQUEST - 1) /
+           BLKIF_MAX_SEGMENTS_PER_REQUEST;
+}

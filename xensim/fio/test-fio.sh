@@ -1,0 +1,111 @@
+#!/bin/sh
+# fio through the xenblk engine, the simulated guest and pristine QEMU:
+# data verified with crc32c, guest counters checked, and bad setups fail
+# fast with a clear message.
+#
+# Usage: test-fio.sh XENSIM_CLI XENBLK_SO
+# QEMU: $QEMU_UPSTREAM, default build/upstream/obj/qemu-system-i386.
+# Exits 77 (skip) when QEMU or fio is missing.
+set -u
+
+cli=$1
+engine=$2
+here=$(cd "$(dirname "$0")" && pwd)
+qemu=${QEMU_UPSTREAM:-$here/../../build/upstream/obj/qemu-system-i386}
+fio=${FIO:-/usr/bin/fio}
+
+if [ ! -x "$qemu" ] || [ ! -x "$fio" ]; then
+    echo "SKIP: need $qemu and $fio"
+    exit 77
+fi
+
+tmp=$(mktemp -d /tmp/xenblk-fio-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+truncate -s 256M "$tmp/disk.raw"
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); echo "ok - $1"; }
+bad() { fail=$((fail + 1)); echo "not ok - $1"; }
+
+# run NAME STATS FIO-ARGS...: fio in the guest of a fresh host
+run() {
+    name=$1; stats=$2; shift 2
+    timeout 300 "$cli" run --qemu "$qemu" --disk "$tmp/disk.raw" --mem 160 \
+        -- env XENBLK_STATS="$stats" "$fio" --name="$name" \
+        --ioengine=external:"$engine" --direct=1 "$@" \
+        >"$tmp/$name.out" 2>&1
+}
+
+# check_stats FILE: every request answered, fewer kicks than requests
+check_stats() {
+    python3 - "$1" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["requests"] > 0 and s["responses"] == s["requests"], s
+assert s["notifies"] < s["requests"], s
+print("stats:", s)
+PY
+}
+
+# Known bug (meson test fio-xenblk-randrw-order0, should_fail): random
+# read/write mixes with 512 B..1 MiB I/Os on a 32-slot ring fail verify
+# (3 "bad header" blocks, deterministic); the same job with ring_order=4,
+# or randwrite alone, passes. Suspect: I/Os split across ring refills.
+if [ "${3:-}" = "--known-bug" ]; then
+    run randrw0 "$tmp/r.json" --rw=randrw --bsrange=512-1m --iodepth=16 \
+        --size=64m --verify=crc32c --do_verify=1 --ring_order=0 &&
+        grep -q "err= 0" "$tmp/randrw0.out"
+    exit $?
+fi
+
+# 1. Mixed sizes 512 B .. 1 MiB, random writes, verify=crc32c.
+if run mixed "$tmp/mixed.json" --rw=randwrite --bsrange=512-1m \
+       --iodepth=16 --size=64m --verify=crc32c --do_verify=1 \
+       --verify_fatal=1 &&
+   grep -q "err= 0" "$tmp/mixed.out" && check_stats "$tmp/mixed.json"; then
+    ok "mixed sizes, crc32c verified"
+else
+    bad "mixed sizes"; cat "$tmp/mixed.out"
+fi
+
+# 2. 4 MiB sequential, x86_32 ABI, 16-page ring, busy polling.
+if run big "$tmp/big.json" --rw=write --bs=4m --iodepth=4 --size=64m \
+       --protocol=x86_32-abi --ring_order=-1 --busy_poll=1 \
+       --verify=crc32c --do_verify=1 --verify_fatal=1 &&
+   grep -q "err= 0" "$tmp/big.out" && check_stats "$tmp/big.json" &&
+   grep -q '"ring_order": 4' "$tmp/big.json"; then
+    ok "4 MiB, x86_32-abi, ring order 4, busy poll, crc32c verified"
+else
+    bad "4 MiB x86_32-abi"; cat "$tmp/big.out"
+fi
+
+# 3. I/O that starts mid-page in guest memory (iomem_align=512).
+if run midpage "$tmp/mid.json" --rw=randwrite --bs=12k --iomem_align=512 \
+       --iodepth=8 --size=16m --verify=crc32c --do_verify=1 \
+       --verify_fatal=1 --protocol=x86_64-abi &&
+   grep -q "err= 0" "$tmp/midpage.out"; then
+    ok "mid-page buffers, x86_64-abi, crc32c verified"
+else
+    bad "mid-page buffers"; cat "$tmp/midpage.out"
+fi
+
+# 4. A bad option is a clear error, not a hang.
+if ! run badopt "$tmp/x.json" --rw=read --bs=4k --size=1m \
+       --protocol=bogus &&
+   grep -q "protocol=bogus" "$tmp/badopt.out"; then
+    ok "bad protocol rejected"
+else
+    bad "bad protocol"; cat "$tmp/badopt.out"
+fi
+
+# 5. A disk that does not exist is a clear error, not a hang.
+if ! run nodisk "$tmp/x.json" --rw=read --bs=4k --size=1m --devid=999 &&
+   grep -q "no disk 999" "$tmp/nodisk.out"; then
+    ok "missing disk rejected"
+else
+    bad "missing disk"; cat "$tmp/nodisk.out"
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

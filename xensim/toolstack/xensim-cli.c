@@ -1,0 +1,309 @@
+/*
+ * xensim: run a simulated Xen host with a PV guest disk served by QEMU.
+ *
+ * Copyright (c) 2026 The xenblk fork authors
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ *   xensim run --qemu PATH --disk IMAGE [--format raw|qcow2] [--domid N]
+ *              [--vdev xvda] [--mem MB] [--name NAME] [--readonly]
+ *              [--qemu-arg ARG]... [--keep] [--log-dir DIR]
+ *              [--timeout MS] [-- CMD ARGS...]
+ *   xensim host [--keep] [--log-dir DIR] [-- CMD ARGS...]
+ *
+ * "run" creates the host, starts xenstored, creates the domain, adds the
+ * disk as libxl does for backendtype=qdisk, launches QEMU with libxl's
+ * command line (each --qemu-arg is appended as device_model_args_pv)
+ * and waits for the backend to reach InitWait. "host" stops after
+ * xenstored. Both then print KEY=VALUE lines (for eval) and either run
+ * CMD with those variables exported and tear down when it exits
+ * (exiting with its status), or serve until SIGINT/SIGTERM.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "xensim/log.h"
+#include "xensim/toolstack.h"
+
+static char *opt_qemu;
+static char *opt_disk;
+static char *opt_format;
+static char *opt_vdev;
+static char *opt_name;
+static char *opt_log_dir;
+static char **opt_qemu_args;
+static int opt_domid = XENSIM_TS_DEFAULT_DOMID;
+static int opt_mem = XENSIM_TS_DEFAULT_MEM_MB;
+static int opt_timeout = 30000;
+static gboolean opt_keep;
+static gboolean opt_readonly;
+static gboolean opt_trace;
+
+static GOptionEntry run_entries[] = {
+    { "qemu", 0, 0, G_OPTION_ARG_FILENAME, &opt_qemu,
+      "QEMU binary (qemu-system-i386 built with Xen)", "PATH" },
+    { "disk", 0, 0, G_OPTION_ARG_FILENAME, &opt_disk,
+      "disk image served to the guest", "IMAGE" },
+    { "format", 0, 0, G_OPTION_ARG_STRING, &opt_format,
+      "image format: raw (default), qcow2, qcow, vhd, qed", "FMT" },
+    { "domid", 0, 0, G_OPTION_ARG_INT, &opt_domid,
+      "guest domain id (default 1)", "N" },
+    { "vdev", 0, 0, G_OPTION_ARG_STRING, &opt_vdev,
+      "guest device name (default xvda)", "NAME" },
+    { "mem", 0, 0, G_OPTION_ARG_INT, &opt_mem,
+      "guest memory in MiB (default 64)", "MB" },
+    { "name", 0, 0, G_OPTION_ARG_STRING, &opt_name,
+      "guest name (default xensim-<domid>)", "NAME" },
+    { "readonly", 0, 0, G_OPTION_ARG_NONE, &opt_readonly,
+      "attach the disk read-only (mode r)", NULL },
+    { "qemu-arg", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt_qemu_args,
+      "extra QEMU argument, as libxl's device_model_args_pv", "ARG" },
+    { "timeout", 0, 0, G_OPTION_ARG_INT, &opt_timeout,
+      "ms to wait for the backend's InitWait (default 30000)", "MS" },
+    { "keep", 0, 0, G_OPTION_ARG_NONE, &opt_keep,
+      "keep the run dir (/dev/shm/xensim-*) at exit", NULL },
+    { "log-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_log_dir,
+      "log directory of this run (default build/runs/<time>-<pid>)",
+      "DIR" },
+    { "xenstored-trace", 0, 0, G_OPTION_ARG_NONE, &opt_trace,
+      "trace xenstored's traffic to <log dir>/xenstored-trace.log", NULL },
+    { NULL }
+};
+
+/* Print KEY=VALUE, quoted for the shell only when needed. */
+static void print_var(const char *key, const char *value)
+{
+    const char *p;
+
+    for (p = value; *p; p++) {
+        if (!g_ascii_isalnum(*p) && !strchr("_/.:,+-=@%", *p)) {
+            g_autofree char *q = g_shell_quote(value);
+
+            printf("%s=%s\n", key, q);
+            return;
+        }
+    }
+    printf("%s=%s\n", key, value);
+}
+
+static void serve_sigset(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGCHLD);
+}
+
+/*
+ * Run @cmd with @vars exported, or wait for SIGINT/SIGTERM when @cmd is
+ * empty. Returns the exit status to use.
+ */
+static int serve(xensim_ts *ts, char **cmd, char **vars)
+{
+    sigset_t set;
+    struct signalfd_siginfo si;
+    pid_t child = 0;
+    int sfd, status;
+
+    /* Blocked since main() started; pending ones are read here. */
+    serve_sigset(&set);
+    sfd = signalfd(-1, &set, SFD_CLOEXEC);
+    if (sfd < 0) {
+        fprintf(stderr, "xensim: signalfd: %s\n", strerror(errno));
+        return 1;
+    }
+
+    if (cmd && cmd[0]) {
+        child = fork();
+        if (child < 0) {
+            fprintf(stderr, "xensim: fork: %s\n", strerror(errno));
+            return 1;
+        }
+        if (child == 0) {
+            sigprocmask(SIG_UNBLOCK, &set, NULL);
+            for (; *vars; vars += 2) {
+                g_setenv(vars[0], vars[1], TRUE);
+            }
+            execvp(cmd[0], cmd);
+            fprintf(stderr, "xensim: exec %s: %s\n", cmd[0],
+                    strerror(errno));
+            _exit(127);
+        }
+    }
+
+    for (;;) {
+        if (read(sfd, &si, sizeof(si)) != sizeof(si)) {
+            if (errno == EINTR) {
+                continue;
+            }
+            fprintf(stderr, "xensim: read signalfd: %s\n", strerror(errno));
+            return 1;
+        }
+        if (si.ssi_signo == SIGCHLD) {
+            if (child > 0 && waitpid(child, &status, WNOHANG) == child) {
+                if (WIFEXITED(status)) {
+                    return WEXITSTATUS(status);
+                }
+                return 128 + WTERMSIG(status);
+            }
+            /* QEMU or xenstored died under us: report and stop. */
+            if (xensim_ts_xenstored_pid(ts) > 0 &&
+                waitpid(xensim_ts_xenstored_pid(ts), &status, WNOHANG) > 0) {
+                fprintf(stderr, "xensim: xenstored exited, see %s\n",
+                        xensim_ts_log_dir(ts));
+                if (child > 0) {
+                    kill(child, SIGTERM);
+                }
+                return 1;
+            }
+            continue;
+        }
+        /* SIGINT/SIGTERM */
+        if (child > 0) {
+            /* CMD shares our process group and got ^C itself. */
+            if (si.ssi_signo == SIGTERM) {
+                kill(child, SIGTERM);
+            }
+            continue;
+        }
+        return 0;
+    }
+}
+
+static int usage(GOptionContext *ctx)
+{
+    g_autofree char *help = g_option_context_get_help(ctx, TRUE, NULL);
+
+    fputs(help, stderr);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    g_autoptr(GOptionContext) ctx = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GPtrArray) vars = g_ptr_array_new_with_free_func(g_free);
+    g_autofree char *name = NULL;
+    g_autofree char *devid_s = NULL;
+    g_autofree char *domid_s = NULL;
+    g_autofree char *qmp = NULL;
+    g_autofree char *be = NULL;
+    g_autofree char *fe = NULL;
+    xensim_ts_opts opts = { 0 };
+    xensim_ts_disk disk = { 0 };
+    xensim_ts *ts;
+    char **cmd = NULL;
+    sigset_t sigs;
+    bool run;
+    int devid = -1;
+    int i, ret;
+
+    /*
+     * SIGINT/SIGTERM end the run through an orderly teardown (serve());
+     * block them before any thread (libxenstore's reader) or child
+     * exists. Children unblock them before exec.
+     */
+    serve_sigset(&sigs);
+    sigprocmask(SIG_BLOCK, &sigs, NULL);
+
+    /* Split off "-- CMD ARGS..." before option parsing. */
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--")) {
+            argv[i] = NULL;
+            cmd = &argv[i + 1];
+            argc = i;
+            break;
+        }
+    }
+
+    ctx = g_option_context_new("run|host [-- CMD ARGS...]");
+    g_option_context_set_summary(ctx,
+        "Simulated Xen host: xenstored under the libxen shim, a PV domain\n"
+        "and (run) its qdisk disk served by QEMU launched as libxl does.");
+    g_option_context_add_main_entries(ctx, run_entries, NULL);
+    if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
+        fprintf(stderr, "xensim: %s\n", err->message);
+        return 2;
+    }
+    if (argc != 2 || (strcmp(argv[1], "run") && strcmp(argv[1], "host"))) {
+        return usage(ctx);
+    }
+    run = !strcmp(argv[1], "run");
+    if (run && (!opt_qemu || !opt_disk)) {
+        fprintf(stderr, "xensim: run needs --qemu and --disk\n");
+        return 2;
+    }
+
+    opts.log_dir = opt_log_dir;
+    opts.keep = opt_keep;
+    opts.xenstored_trace = opt_trace;
+    ts = xensim_ts_start(&opts, &err);
+    if (!ts) {
+        fprintf(stderr, "xensim: %s\n", err->message);
+        return 1;
+    }
+
+#define VAR(k, v) (g_ptr_array_add(vars, g_strdup(k)), \
+                   g_ptr_array_add(vars, g_strdup(v)))
+    VAR("XENSIM_DIR", xensim_ts_run_dir(ts));
+    VAR("XENSTORED_PATH", xensim_ts_socket(ts));
+    VAR("XENSIM_LOG_DIR", xensim_ts_log_dir(ts));
+
+    if (run) {
+        name = opt_name ? g_strdup(opt_name)
+                        : g_strdup_printf("xensim-%d", opt_domid);
+        disk.target = opt_disk;
+        disk.format = opt_format;
+        disk.vdev = opt_vdev;
+        disk.readonly = opt_readonly;
+        if (!xensim_ts_domain_create(ts, opt_domid, name, opt_mem, &err) ||
+            !xensim_ts_disk_add(ts, opt_domid, &disk, &devid, &err) ||
+            xensim_ts_qemu_start(ts, opt_domid, opt_qemu,
+                                 (const char *const *)opt_qemu_args,
+                                 &err) < 0) {
+            goto fail;
+        }
+        be = xensim_ts_backend_path(opt_domid, devid);
+        fe = xensim_ts_frontend_path(opt_domid, devid);
+        if (!xensim_ts_wait_backend_ready(ts, opt_domid, devid, opt_timeout,
+                                          &err)) {
+            goto fail;
+        }
+        domid_s = g_strdup_printf("%d", opt_domid);
+        devid_s = g_strdup_printf("%d", devid);
+        qmp = xensim_ts_qmp_path(ts, opt_domid);
+        VAR("XENSIM_DOMID", domid_s);
+        VAR("XENSIM_DEVID", devid_s);
+        VAR("XENSIM_QMP", qmp);
+        VAR("XENSIM_BACKEND", be);
+        VAR("XENSIM_FRONTEND", fe);
+    }
+#undef VAR
+    g_ptr_array_add(vars, NULL);
+
+    for (i = 0; g_ptr_array_index(vars, i); i += 2) {
+        print_var(g_ptr_array_index(vars, i),
+                  g_ptr_array_index(vars, i + 1));
+    }
+    fflush(stdout);
+
+    ret = serve(ts, cmd, (char **)vars->pdata);
+    if (!xensim_ts_teardown(ts, &err)) {
+        fprintf(stderr, "xensim: teardown: %s\n", err->message);
+        if (!ret) {
+            ret = 1;
+        }
+    }
+    return ret;
+
+fail:
+    fprintf(stderr, "xensim: %s\n", err->message);
+    fprintf(stderr, "xensim: logs in %s\n", xensim_ts_log_dir(ts));
+    xensim_ts_teardown(ts, NULL);
+    return 1;
+}
