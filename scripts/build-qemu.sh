@@ -44,8 +44,14 @@ export CCACHE_BASEDIR=$build
 export CCACHE_NOHASHDIR=1
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
 
+# xensim's uninstalled pkg-config file, for the qtests of the series; the
+# tree is reconfigured when it appears.
+xensim_pc=$build/xensim/meson-uninstalled
+export PKG_CONFIG_PATH=$xensim_pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+have_xensim=$([ -f "$xensim_pc/xensim-uninstalled.pc" ] && echo xensim)
+
 stamp=$obj/.configured
-want="$src|$pkgversion|${extra[*]:-}"
+want="$src|$pkgversion|vnc|$have_xensim|${extra[*]:-}"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     rm -rf "$obj"
     mkdir -p "$obj"
@@ -63,6 +69,7 @@ EOF
               -Dauto_features=disabled -Dwrap_mode=nodownload \
               -Dxen=enabled -Dlinux_aio=enabled -Dlinux_io_uring=enabled \
               -Dtools=enabled -Ddocs=disabled -Dinstall_blobs=false \
+              -Dvnc=enabled -Dpixman=enabled \
               -Dpkgversion="$pkgversion" "${extra[@]}" \
               . "$src" >meson-setup.log 2>&1); then
         echo "build-qemu: configure of $src failed; last lines:" >&2

@@ -919,6 +919,17 @@ void blkfront_ring_state(const blkfront *bf, struct blkfront_ring_state *s)
     s->rsp_cons = bf->ring.native.rsp_cons;
 }
 
+void blkfront_raw_set_rsp_event(blkfront *bf, RING_IDX rsp_event)
+{
+    bf->ring.native.sring->rsp_event = rsp_event;
+    xen_mb();
+}
+
+int blkfront_port(const blkfront *bf)
+{
+    return bf->port;
+}
+
 int blkfront_raw_response(blkfront *bf, uint64_t *id, int16_t *status)
 {
     if (!RING_HAS_UNCONSUMED_RESPONSES(&bf->ring.native)) {

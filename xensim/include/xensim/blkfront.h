@@ -237,6 +237,16 @@ struct blkfront_ring_state {
 void blkfront_ring_state(const blkfront *bf, struct blkfront_ring_state *s);
 
 /*
+ * Set the shared rsp_event (xen/io/ring.h): the backend notifies when it
+ * pushes rsp_prod past it. Lets a test re-arm faster than any real
+ * frontend would.
+ */
+void blkfront_raw_set_rsp_event(blkfront *bf, RING_IDX rsp_event);
+
+/* Local event-channel port of the ring (the backend binds its peer). */
+int blkfront_port(const blkfront *bf);
+
+/*
  * Take the next unconsumed response (id, status) without blkfront_reap()
  * bookkeeping. -1 EAGAIN if none.
  */

@@ -115,7 +115,12 @@ const char *xensim_ts_format_prefix(const char *format);
  * @mem_kb of memory and its xenstore ring in gfn @store_gfn, port
  * @store_port (libxl__domain_make, then libxl__build_post), in write
  * order, as an array of xensim_ts_node * (free with
- * g_ptr_array_unref). @uuid is the /vm/<uuid> name.
+ * g_ptr_array_unref). @uuid is the /vm/<uuid> name. As in libxl, dom0
+ * owns /local/domain/<domid> (and cpu, memory, device, control) with
+ * the guest allowed to read; the guest owns only data, drivers, feature,
+ * attr, error, control/{shutdown,feature-*,sysrq} and
+ * device/suspend/event-channel, plus each device/<kind>/<devid> its
+ * devices get.
  */
 GPtrArray *xensim_ts_domain_nodes(uint32_t domid, const char *name,
                                   const char *uuid, uint64_t mem_kb,
