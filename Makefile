@@ -14,6 +14,9 @@ FORK_PKGVERSION := xenblk-$(SERIES_VERSION)-$(shell \
 QEMU_UPSTREAM := $(BUILD)/upstream/obj/qemu-system-i386
 QEMU_FORK     := $(BUILD)/fork/qemu-system-i386
 XENSIM_BUILD  := $(BUILD)/xensim
+# The series' qtests (tests/qtest/ of build/src), run on the fork
+XEN_QTESTS    := xenpv-test xen-block-notify-test xen-block-poll-test \
+                 xen-block-merge-test
 
 export QEMU_UPSTREAM QEMU_FORK
 
@@ -61,23 +64,34 @@ upstream: fetch
 $(BUILD)/src/.git:
 	@$(MAKE) --no-print-directory src
 
-fork: deps $(BUILD)/src/.git
-	@scripts/build-qemu.sh $(BUILD)/src $(BUILD)/fork "$(FORK_PKGVERSION)"
+# xensim first: the fork's meson finds it (pkg-config) for the qtests.
+fork: deps xensim $(BUILD)/src/.git
+	@NINJA_TARGETS="$(addprefix tests/qtest/,$(XEN_QTESTS))" \
+	    scripts/build-qemu.sh $(BUILD)/src $(BUILD)/fork "$(FORK_PKGVERSION)"
 
 xensim: deps
 	@[ -f $(XENSIM_BUILD)/build.ninja ] || meson setup $(XENSIM_BUILD) $(TOP)
 	@ninja -C $(XENSIM_BUILD)
+	@ninja -C $(XENSIM_BUILD) get-xenstored >/dev/null
 
 main: build
 	@scripts/main-job.sh
 
-check: build check-tooling check-xensim
+check: build check-tooling check-xensim check-qtest
 
 check-tooling: deps
 	@tests/tooling/run.sh
 
-check-xensim: xensim
+# xensim's own tests, with the data-integrity suite on pristine upstream,
+# then the integrity suite again on the fork.
+check-xensim: xensim upstream fork
 	@meson test -C $(XENSIM_BUILD) --print-errorlogs
+	@QEMU_UPSTREAM=$(QEMU_FORK) meson test -C $(XENSIM_BUILD) \
+	    --print-errorlogs --suite integrity
+
+check-qtest: fork
+	@cd $(BUILD)/fork && PATH=$(BUILD)/tools/path meson test --no-rebuild \
+	    --print-errorlogs $(addprefix qtest-i386/,$(XEN_QTESTS))
 
 bench: build
 	@scripts/bench.sh full

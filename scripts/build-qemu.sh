@@ -50,9 +50,17 @@ xensim_pc=$build/xensim/meson-uninstalled
 export PKG_CONFIG_PATH=$xensim_pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 have_xensim=$([ -f "$xensim_pc/xensim-uninstalled.pc" ] && echo xensim)
 
+# .configured: line 1 the configuration, line 2 the version string
 stamp=$obj/.configured
-want="$src|$pkgversion|vnc|$have_xensim|${extra[*]:-}"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+want="$src|vnc|$have_xensim|${extra[*]:-}"
+if [ -f "$stamp" ] && [ "$(head -n 1 "$stamp")" = "$want" ] &&
+   [ "$(sed -n 2p "$stamp")" != "$pkgversion" ]; then
+    # A new series version changes only the version string
+    PATH=$tpath "$obj/pyvenv/bin/meson" configure "$obj" \
+        -Dpkgversion="$pkgversion" >/dev/null
+    printf '%s\n%s\n' "$want" "$pkgversion" > "$stamp"
+fi
+if [ ! -f "$stamp" ] || [ "$(head -n 1 "$stamp")" != "$want" ]; then
     rm -rf "$obj"
     mkdir -p "$obj"
     cat > "$obj/native.ini" <<'EOF'
@@ -73,10 +81,10 @@ EOF
               -Dpkgversion="$pkgversion" "${extra[@]}" \
               . "$src" >meson-setup.log 2>&1); then
         echo "build-qemu: configure of $src failed; last lines:" >&2
-        tail -n 25 "$obj/configure.log" "$obj/meson-setup.log" 2>/dev/null >&2
+        tail -n 25 "$obj/configure.log" "$obj/meson-setup.log" >&2
         exit 1
     fi
-    echo "$want" > "$stamp"
+    printf '%s\n%s\n' "$want" "$pkgversion" > "$stamp"
 fi
 
 PATH=$tpath ninja -C "$obj" qemu-system-i386 qemu-img ${NINJA_TARGETS:-}
