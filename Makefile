@@ -77,7 +77,7 @@ xensim: deps
 main: build
 	@scripts/main-job.sh
 
-check: build check-tooling check-xensim check-qtest
+check: build check-tooling check-xensim check-qtest check-patches
 
 check-tooling: deps
 	@tests/tooling/run.sh

@@ -117,19 +117,57 @@ cmd_check() {
     [ $rc = 0 ] || exit 1
     # Bisectability: build the tree after each patch, in one work tree so
     # each step recompiles only what that patch touched.
-    local wt=$build/check/src i=0 c
-    rm -rf "$wt"
+    local wt=$build/check/src i=0 c t tests
+    rm -rf "$wt" "$build/check/bin"
+    mkdir -p "$build/check/bin/0"
+    cp "$build/upstream/obj/qemu-system-i386" "$build/check/bin/0/" 2>/dev/null || true
     git -C "$srcdir" worktree prune
     git -C "$srcdir" worktree add -q --detach "$wt" "$BASE_TAG"
     for c in $(git -C "$srcdir" rev-list --reverse "$BASE_TAG..HEAD"); do
         i=$((i + 1))
         git -C "$wt" checkout -q --detach "$c"
+        # the qtests this patch adds or changes
+        tests=$(git -C "$wt" diff --name-only "$c~1" "$c" -- 'tests/qtest/*-test.c' |
+                sed 's|\.c$||')
         echo "queue: building after patch $i/$n: $(git -C "$wt" log -1 --format=%s)"
-        "$top/scripts/build-qemu.sh" "$wt" "$build/check/obj" "check" >/dev/null ||
+        NINJA_TARGETS="$tests" "$top/scripts/build-qemu.sh" "$wt" \
+            "$build/check/obj" "check" >/dev/null ||
             { echo "queue: tree does not build after patch $i" >&2; exit 1; }
+        mkdir -p "$build/check/bin/$i"
+        cp "$build/check/obj/qemu-system-i386" "$build/check/bin/$i/"
+        for t in $tests; do
+            cp "$build/check/obj/$t" "$build/check/bin/$i/"
+            echo "${t##*/}" >> "$build/check/bin/$i/tests"
+        done
     done
     git -C "$srcdir" worktree remove --force "$wt"
     echo "queue: $n patches pass checkpatch and build one by one"
+    check_qtests "$n"
+}
+
+# Each patch's qtests must pass on the tree after it and fail on the tree
+# before it (otherwise they do not test the patch).
+check_qtests() {
+    local n=$1 i t rc=0 bin=$build/check/bin
+    for i in $(seq 1 "$n"); do
+        [ -f "$bin/$i/tests" ] || continue
+        for t in $(cat "$bin/$i/tests"); do
+            if ! (cd "$bin/$i" && QTEST_QEMU_BINARY=./qemu-system-i386 \
+                  timeout 600 "./$t" >"$t.after.log" 2>&1); then
+                echo "queue: patch $i: $t FAILS with the patch" \
+                     "(log: $bin/$i/$t.after.log)" >&2
+                rc=1
+            elif (cd "$bin/$i" && QTEST_QEMU_BINARY=../$((i - 1))/qemu-system-i386 \
+                  timeout 600 "./$t" >"$t.before.log" 2>&1); then
+                echo "queue: patch $i: $t passes WITHOUT the patch" >&2
+                rc=1
+            else
+                echo "queue: patch $i: $t passes with it, fails without it:" \
+                     "$(grep -m1 -E 'ERROR|Bail out' "$bin/$i/$t.before.log" | cut -c1-150)"
+            fi
+        done
+    done
+    return $rc
 }
 
 case ${1:-} in
