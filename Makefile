@@ -52,7 +52,8 @@ src: fetch
 export:
 	@scripts/queue.sh export
 
-check-patches: src
+check-patches: fetch
+	@scripts/queue.sh sync
 	@scripts/queue.sh check
 
 build: upstream fork xensim
@@ -60,12 +61,11 @@ build: upstream fork xensim
 upstream: fetch
 	@scripts/build-qemu.sh $(BUILD)/upstream/src $(BUILD)/upstream/obj ""
 
-# build/src is (re)made from patches/ when missing; edits in it are kept.
-$(BUILD)/src/.git:
-	@$(MAKE) --no-print-directory src
-
 # xensim first: the fork's meson finds it (pkg-config) for the qtests.
-fork: deps xensim $(BUILD)/src/.git
+# build/src is (re)made from patches/ when missing or when patches/ changed;
+# work in progress in it is kept.
+fork: fetch xensim
+	@scripts/queue.sh sync
 	@NINJA_TARGETS="$(addprefix tests/qtest/,$(XEN_QTESTS))" \
 	    scripts/build-qemu.sh $(BUILD)/src $(BUILD)/fork "$(FORK_PKGVERSION)"
 

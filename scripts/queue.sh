@@ -7,8 +7,11 @@
 #   queue.sh export  build/src/ commits since the base -> patches/ and
 #                    patches/series (git format-patch, stable names, no
 #                    churn when nothing changed).
+#   queue.sh sync    make build/src/ if missing, or again if patches/ changed
+#                    since (and build/src holds no work of its own).
 #   queue.sh check   checkpatch.pl on every patch, then build the tree after
-#                    each patch (bisectability) in build/check/.
+#                    each patch (bisectability) in build/check/, and run
+#                    each patch's qtests with and without it.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,6 +37,15 @@ format_patches() {   # $1 = output directory
         --no-signature --no-numbered --subject-prefix=PATCH \
         -o "$1" "$BASE_TAG..HEAD" >/dev/null
 }
+
+# Hash of a patch set (a directory with series and *.patch)
+set_hash() {
+    (cd "$1" && cat series $(grep -v '^[[:space:]]*\(#\|$\)' series) 2>/dev/null) |
+        sha256sum | cut -d' ' -f1
+}
+
+# The patch set build/src was made from (or last exported to)
+stamp_file() { echo "$srcdir/.git/xenblk-series"; }
 
 unexported() {       # true when build/src holds commits patches/ lacks
     [ -d "$srcdir/.git" ] || return 1
@@ -76,6 +88,7 @@ cmd_src() {
     done
     rm -rf "$srcdir"
     mv "$stage" "$srcdir"
+    set_hash "$patches" > "$(stamp_file)"
     echo "queue: build/src = QEMU $QEMU_VERSION + $(series | wc -l) patches"
 }
 
@@ -98,7 +111,30 @@ cmd_export() {
     (cd "$tmp" && ls *.patch 2>/dev/null || true) > "$tmp/series.new"
     cmp -s "$tmp/series.new" "$patches/series" || cp "$tmp/series.new" "$patches/series"
     rm -rf "$tmp"
+    set_hash "$patches" > "$(stamp_file)"
     echo "queue: exported $(series | wc -l) patches"
+}
+
+cmd_sync() {
+    local tmp mine
+    if [ ! -d "$srcdir/.git" ]; then
+        cmd_src
+        return
+    fi
+    [ "$(cat "$(stamp_file)" 2>/dev/null)" = "$(set_hash "$patches")" ] && return
+    # patches/ changed (e.g. a pull): remake build/src unless it has work
+    tmp=$(mktemp -d)
+    format_patches "$tmp"
+    (cd "$tmp" && ls *.patch 2>/dev/null || true) > "$tmp/series"
+    mine=$(set_hash "$tmp")
+    rm -rf "$tmp"
+    if [ "$mine" != "$(cat "$(stamp_file)" 2>/dev/null)" ] ||
+       ! git -C "$srcdir" diff --quiet HEAD; then
+        echo "queue: patches/ changed, but build/src has work not in it;" \
+             "building build/src as it is ('make export' or FORCE=1 make src)" >&2
+        return
+    fi
+    FORCE=1 cmd_src
 }
 
 cmd_check() {
@@ -173,6 +209,7 @@ check_qtests() {
 case ${1:-} in
 src) cmd_src ;;
 export) cmd_export ;;
+sync) cmd_sync ;;
 check) cmd_check ;;
-*) echo "usage: queue.sh src|export|check" >&2; exit 2 ;;
+*) echo "usage: queue.sh src|export|sync|check" >&2; exit 2 ;;
 esac

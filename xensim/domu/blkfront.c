@@ -261,6 +261,28 @@ static const char *bf_protocol_name(enum blkfront_protocol p)
     }
 }
 
+/* Remove ring-ref, ring-refN and ring-page-order (absent ones are fine) */
+static void bf_remove_ring_nodes(blkfront *bf, uint32_t tx)
+{
+    unsigned int i;
+    char node[24];
+    char *p;
+
+    for (i = 0; i <= 1u << BLKFRONT_MAX_RING_ORDER; i++) {
+        if (i == 1u << BLKFRONT_MAX_RING_ORDER) {
+            snprintf(node, sizeof(node), "ring-ref");
+        } else {
+            snprintf(node, sizeof(node), "ring-ref%u", i);
+        }
+        p = bf_fe_path(bf, node);
+        xensim_xs_rm(bf->xs, tx, p);
+        g_free(p);
+    }
+    p = bf_fe_path(bf, "ring-page-order");
+    xensim_xs_rm(bf->xs, tx, p);
+    g_free(p);
+}
+
 /* Write the frontend nodes in one transaction, retrying on EAGAIN. */
 static int bf_publish(blkfront *bf)
 {
@@ -278,6 +300,11 @@ static int bf_publish(blkfront *bf)
             r = r ? r : xensim_xs_printf(bf->xs, tx, p, __VA_ARGS__);       \
             g_free(p);                                                      \
         } while (0)
+        /*
+         * A previous connection may have used the other layout: the
+         * backend must not find its stale ring-ref / ring-refN nodes.
+         */
+        bf_remove_ring_nodes(bf, tx);
         if (bf->info.ring_order == 0) {
             W("ring-ref", "%u", bf->ring_ref[0]);
         } else {

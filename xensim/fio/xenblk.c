@@ -517,6 +517,8 @@ static void xenblk_write_stats(struct thread_data *td,
                                                        : getenv("XENBLK_STATS");
     const struct blkfront_stats *s;
     const struct blkfront_info *info;
+    uint64_t backend_notifies = 0, guest_wakeups = 0;
+    int port;
     FILE *f;
 
     if (!file || !*file || !xd->bf) {
@@ -530,17 +532,35 @@ static void xenblk_write_stats(struct thread_data *td,
     }
     s = blkfront_stats(xd->bf);
     info = blkfront_info(xd->bf);
+    /*
+     * Backend->guest notifications: the notifies sent from the backend's
+     * end of the ring's event channel (the peer of our port), since it
+     * was bound for this connection. guest_wakeups: those that reached
+     * us as a new event (a notify on an already pending port coalesces).
+     */
+    port = blkfront_port(xd->bf);
+    if (port > 0) {
+        xensim *hv = xensim_domu_hv(xd->d);
+        uint32_t domid = xensim_domu_domid(xd->d), rdom, rport;
+
+        xensim_port_stats(hv, domid, port, NULL, &guest_wakeups);
+        if (!xensim_port_peer(hv, domid, port, &rdom, &rport)) {
+            xensim_port_stats(hv, rdom, rport, &backend_notifies, NULL);
+        }
+    }
     fprintf(f, "{\"ios\": %" PRIu64 ", \"requests\": %" PRIu64
             ", \"responses\": %" PRIu64 ", \"notifies\": %" PRIu64
             ", \"commits\": %" PRIu64 ", \"events\": %" PRIu64
             ", \"grants\": %" PRIu64 ", \"grant_evictions\": %" PRIu64
             ", \"busy\": %" PRIu64 ", \"waits\": %" PRIu64
             ", \"iodepth\": %u, \"ring_order\": %u, \"ring_entries\": %u"
-            ", \"busy_poll\": %s}\n",
+            ", \"busy_poll\": %s, \"backend_notifies\": %" PRIu64
+            ", \"guest_wakeups\": %" PRIu64 "}\n",
             s->ios, s->requests, s->responses, s->notifies, s->commits,
             s->events, s->grants, s->grant_evictions, xd->busy, xd->waits,
             xd->depth, info->ring_order, info->ring_entries,
-            o->busy_poll ? "true" : "false");
+            o->busy_poll ? "true" : "false", backend_notifies,
+            guest_wakeups);
     fclose(f);
 }
 

@@ -736,6 +736,26 @@ int xensim_virq_send(xensim *xs, uint32_t virq)
     return 0;
 }
 
+int xensim_port_peer(xensim *xs, uint32_t domid, uint32_t port,
+                     uint32_t *remote_dom, uint32_t *remote_port)
+{
+    struct xensim_port *p;
+
+    if (domid >= XENSIM_MAX_DOMAINS || !port || port >= XENSIM_MAX_PORTS) {
+        errno = EINVAL;
+        return -1;
+    }
+    p = port_ptr(xs, domid, port);
+    if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) !=
+        XENSIM_PORT_INTERDOMAIN) {
+        errno = ENOTCONN;
+        return -1;
+    }
+    *remote_dom = __atomic_load_n(&p->remote_dom, __ATOMIC_RELAXED);
+    *remote_port = __atomic_load_n(&p->remote_port, __ATOMIC_RELAXED);
+    return 0;
+}
+
 int xensim_port_stats(xensim *xs, uint32_t domid, uint32_t port,
                       uint64_t *notifies, uint64_t *wakeups)
 {

@@ -270,4 +270,8 @@ int xensim_virq_send(xensim *xs, uint32_t virq);
 int xensim_port_stats(xensim *xs, uint32_t domid, uint32_t port,
                       uint64_t *notifies, uint64_t *wakeups);
 
+/* The peer of interdomain port @domid:@port; -1/ENOTCONN when unbound. */
+int xensim_port_peer(xensim *xs, uint32_t domid, uint32_t port,
+                     uint32_t *remote_dom, uint32_t *remote_port);
+
 #endif /* XENSIM_HV_H */

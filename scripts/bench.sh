@@ -1,0 +1,364 @@
+#!/bin/bash
+# Benchmark grid: fio in a xensim guest through xen-block, per arm.
+#
+# Usage: scripts/bench.sh full|quick
+#
+#   full   bs 4k 64k 256k 1m 4m x QD 1 32 x read write, 12 repeats (the
+#          first discarded), ramp 0.5 s + 1.5 s per fio run (see below)
+#   quick  bs 4k 1m x QD 1 32 x read write, 3 repeats (the first
+#          discarded), 2 s per fio run; CI runs it to prove the pipeline,
+#          it asserts files and sane values, never speed
+#
+# The method is the seeds' (docs/benchmarks.rst): every cell is a ratio
+# arm/upstream per repeat, and the median of those ratios over the kept
+# repeats, with its coefficient of variation; the arms run one after the
+# other, seconds apart, in every cell of every repeat, so drift in the
+# machine cancels in the ratio.
+#
+# Arms (QEMU builds; all get the same command line, see "QEMU arguments"):
+#   upstream     pristine QEMU (build/upstream/obj)
+#   notify-only  patches 0001-0002 (build/arms/notify/obj)
+#   notify+poll  patches 0001-0005 (build/arms/notify-poll/obj)
+#   fork         the full series (build/fork)
+#   reference    no QEMU: fio on the host on the same backing store
+#                (libaio on the tmpfs file, fio's null engine for null-co)
+# The ablation arms are built once, from git worktrees of build/src at the
+# series' commits (build/arms/<name>/{src,obj}), and reused.
+#
+# Backends, both in every session's QEMU:
+#   file   a 1 GiB raw file on tmpfs (/dev/shm), attached as xvda (51712)
+#          through xensim's libxl path (backendtype=qdisk)
+#   null   null-co (the dataplane alone), xvdb (51728), from
+#          -blockdev null-co + -device xen-disk on the command line
+#
+# Sessions: each arm's host + QEMU starts once per repeat (`xensim run --
+# scripts/bench/guest.sh`), serves every cell of that repeat, and stops;
+# the four sessions of a repeat live side by side and the orchestrator
+# alternates between them cell by cell (rotating the arm order).
+#
+# Placement: every session (xensim, xenstored, QEMU and its IOThreads) is
+# pinned to CPU $BENCH_QEMU_CPU (1), the guest's fio to $BENCH_GUEST_CPU (0).
+#
+# Output: build/bench/<timestamp>/ (or $BENCH_OUT): raw/ (every run's
+# files), meta/, results.json, results.md, chart.png. Overrides:
+# BENCH_REPEATS, BENCH_RAMP, BENCH_RUNTIME, BENCH_BS, BENCH_QD, BENCH_RW,
+# BENCH_ARMS (subset, upstream always included), BENCH_POLL_NS.
+set -euo pipefail
+
+mode=${1:-}
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=$top/build
+here=$top/scripts/bench
+
+case $mode in
+full)
+    bs_list=${BENCH_BS:-"4k 64k 256k 1m 4m"}
+    repeats=${BENCH_REPEATS:-12}
+    # 2400 fio runs (20 cells x 2 backends x 5 arms x 12): 0.5 s ramp and
+    # 1.5 s measured keep the grid near an hour on 2 cores.
+    ramp=${BENCH_RAMP:-500ms}
+    runtime=${BENCH_RUNTIME:-1500ms}
+    ;;
+quick)
+    bs_list=${BENCH_BS:-"4k 1m"}
+    repeats=${BENCH_REPEATS:-3}
+    ramp=${BENCH_RAMP:-0}
+    runtime=${BENCH_RUNTIME:-2s}
+    ;;
+*)
+    echo "usage: $0 full|quick" >&2
+    exit 2
+    ;;
+esac
+qd_list=${BENCH_QD:-"1 32"}
+rw_list=${BENCH_RW:-"read write"}
+poll_ns=${BENCH_POLL_NS:-8000000}        # the seed's poll-max-ns (8 ms)
+qemu_cpu=${BENCH_QEMU_CPU:-1}
+guest_cpu=${BENCH_GUEST_CPU:-0}
+ring_order=3                             # the seed's max_ring_page_order
+mem_mb=256                               # guest: QD32 x 4 MiB buffers fit
+disk_mb=1024
+null_size=$((4 * 1024 * 1024 * 1024))
+file_devid=51712                         # xvda, libxl's disk
+null_devid=51728                         # xvdb, the -device xen-disk
+
+xensim=$build/xensim/xensim/toolstack/xensim
+engine=$build/xensim/xensim/fio/xenblk.so
+fio=${FIO:-/usr/bin/fio}
+
+# Arms: name, QEMU binary, git commit of build/src (ablations), and whether
+# the build takes libxl's IOThread from the command line (patch 0005).
+declare -A arm_qemu arm_commit arm_iothread_arg
+all_arms=(upstream notify-only notify+poll fork)
+arm_qemu[upstream]=$build/upstream/obj/qemu-system-i386
+arm_qemu[fork]=$build/fork/qemu-system-i386
+arm_qemu[notify-only]=$build/arms/notify/obj/qemu-system-i386
+arm_qemu[notify+poll]=$build/arms/notify-poll/obj/qemu-system-i386
+arm_iothread_arg=([upstream]=0 [notify-only]=0 [notify+poll]=1 [fork]=1)
+
+arms=()
+for a in ${BENCH_ARMS:-${all_arms[*]}}; do arms+=("$a"); done
+[[ " ${arms[*]} " == *" upstream "* ]] || arms=(upstream "${arms[@]}")
+
+log() { printf '%s\n' "$*" >&2; }
+die() { log "bench: $*"; exit 1; }
+
+# --- Build the ablation arms (once) -----------------------------------------
+
+# Commit of build/src that ends with patch number $1 (the series' order).
+series_commit() {
+    local n=$1 total
+    total=$(grep -cv '^\s*\(#\|$\)' "$top/patches/series")
+    git -C "$build/src" rev-parse "HEAD~$((total - n))"
+}
+
+build_arm() {
+    local name=$1 dir=$2 npatches=$3 commit
+    [ -x "$build/arms/$dir/obj/qemu-system-i386" ] && return 0
+    [ -d "$build/src/.git" ] || die "no build/src (make src)"
+    commit=$(series_commit "$npatches")
+    log "bench: building arm $name (patches 0001-000$npatches, $commit)"
+    if [ ! -d "$build/arms/$dir/src" ]; then
+        mkdir -p "$build/arms/$dir"
+        git -C "$build/src" worktree add --detach "$build/arms/$dir/src" \
+            "$commit" >/dev/null
+    fi
+    "$top/scripts/build-qemu.sh" "$build/arms/$dir/src" \
+        "$build/arms/$dir/obj" "xenblk-arm-$dir" \
+        > "$build/arms/$dir.build.log" 2>&1 ||
+        die "build of arm $name failed, see build/arms/$dir.build.log"
+}
+
+for a in "${arms[@]}"; do
+    case $a in
+    notify-only) build_arm "$a" notify 2 ;;
+    notify+poll) build_arm "$a" notify-poll 5 ;;
+    esac
+    [ -x "${arm_qemu[$a]}" ] || die "no QEMU for arm $a: ${arm_qemu[$a]}"
+done
+for f in "$xensim" "$engine" "$fio"; do
+    [ -e "$f" ] || die "missing $f (make build)"
+done
+command -v gnuplot >/dev/null || die "gnuplot missing (make deps)"
+
+# --- Output directory and metadata ------------------------------------------
+
+stamp=$(date -u +%Y%m%d-%H%M%S)
+out=${BENCH_OUT:-$build/bench/$stamp}
+mkdir -p "$out/raw" "$out/meta"
+meta=$out/meta
+lscpu > "$meta/lscpu.txt"
+uname -a > "$meta/uname.txt"
+nproc > "$meta/nproc.txt"
+grep -m1 MemTotal /proc/meminfo > "$meta/meminfo.txt"
+cat /etc/debian_version > "$meta/debian_version.txt" 2>/dev/null || true
+"$fio" --version > "$meta/fio-version.txt"
+uptime > "$meta/uptime-start.txt"
+git -C "$top" describe --always --dirty > "$meta/repo.txt" 2>/dev/null || true
+for a in "${arms[@]}"; do
+    "${arm_qemu[$a]}" --version | head -n 1 > "$meta/qemu-version-$a.txt"
+    echo "${arm_qemu[$a]}" > "$meta/qemu-path-$a.txt"
+done
+for d in notify notify-poll; do
+    if [ -d "$build/arms/$d/src" ]; then
+        git -C "$build/arms/$d/src" log --oneline base/10.2.2..HEAD \
+            > "$meta/series-$d.txt" 2>/dev/null || true
+    fi
+done
+git -C "$build/src" log --oneline base/10.2.2..HEAD \
+    > "$meta/series-fork.txt" 2>/dev/null || true
+
+# --- Backing store ---------------------------------------------------------
+
+disk=/dev/shm/xenblk-bench-$$.raw
+sessions=()
+cleanup() {
+    local s
+    for s in "${sessions[@]}"; do
+        [ -p "$s/cmd" ] && echo quit > "$s/cmd" 2>/dev/null || true
+    done
+    # our own `xensim run` children; each tears its host down on SIGTERM
+    for s in $(jobs -p); do kill "$s" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -f "$disk"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Written out (not sparse): reads then touch real tmpfs pages, as writes do.
+dd if=/dev/zero of="$disk" bs=1M count=$disk_mb status=none
+
+# --- QEMU arguments (the same for every arm) --------------------------------
+
+# null-co device with its own IOThread, polled like libxl's disk.
+common_qemu_args=(
+    --qemu-arg=-object --qemu-arg="iothread,id=iot0,poll-max-ns=$poll_ns"
+    --qemu-arg=-blockdev
+    --qemu-arg="null-co,node-name=n0,size=$null_size,read-zeroes=off"
+    --qemu-arg=-device
+    --qemu-arg="xen-disk,id=xvdb,vdev=xvdb,drive=n0,iothread=iot0"
+)
+# libxl's disk (xvda) gets its IOThread's poll-max-ns the seed's way,
+# `-object iothread,id=xvda,poll-max-ns=N` (device_model_args_pv), on the
+# arms that have patch 0005. Upstream and notify-only make that IOThread
+# themselves and fail on a duplicate id, so they get the same setting by
+# QMP qom-set at session start. query-iothreads then shows the same
+# poll-max-ns on every arm (recorded in every run's snapshot). Without
+# patches 0003-0004 the setting has no effect: nothing polls.
+arm_args() {
+    local a=$1
+    printf '%s\n' --qemu "${arm_qemu[$a]}" --disk "$disk" --mem "$mem_mb" \
+        "${common_qemu_args[@]}"
+    if [ "${arm_iothread_arg[$a]}" = 1 ]; then
+        printf '%s\n' --qemu-arg=-object \
+            --qemu-arg="iothread,id=xvda,poll-max-ns=$poll_ns"
+    fi
+}
+
+{
+    echo "mode=$mode repeats=$repeats ramp=$ramp runtime=$runtime"
+    echo "bs=$bs_list qd=$qd_list rw=$rw_list poll_ns=$poll_ns"
+    echo "qemu_cpu=$qemu_cpu guest_cpu=$guest_cpu ring_order=$ring_order"
+    for a in "${arms[@]}"; do
+        printf 'arm %s: taskset -c %s %s run' "$a" "$qemu_cpu" "$xensim"
+        mapfile -t args < <(arm_args "$a")
+        printf ' %q' "${args[@]}"
+        printf ' -- scripts/bench/guest.sh SESSION'
+        [ "${arm_iothread_arg[$a]}" = 1 ] ||
+            printf ' (then QMP qom-set /objects/xvda poll-max-ns=%s)' \
+                "$poll_ns"
+        echo
+    done
+} > "$meta/commands.txt"
+
+# --- Sessions -----------------------------------------------------------------
+
+# start_session ARM DIR: an arm's host + QEMU for one repeat
+start_session() {
+    local a=$1 sdir=$2 args i
+    mkdir -p "$sdir"
+    mapfile -t args < <(arm_args "$a")
+    (
+        export BENCH_ENGINE=$engine BENCH_GUEST_CPU=$guest_cpu
+        [ "${arm_iothread_arg[$a]}" = 1 ] ||
+            export BENCH_QOM_POLL="xvda=$poll_ns"
+        exec taskset -c "$qemu_cpu" "$xensim" run "${args[@]}" \
+            --log-dir "$sdir/xensim-logs" -- "$here/guest.sh" "$sdir" \
+            > "$sdir/session.log" 2>&1
+    ) &
+    for i in $(seq 600); do
+        [ -f "$sdir/ready" ] && return 0
+        kill -0 $! 2>/dev/null || break
+        sleep 0.1
+    done
+    cat "$sdir/session.log" >&2
+    die "session of arm $a did not start (see $sdir)"
+}
+
+# fio job options of one cell (shared by the guest and the reference)
+cell_args() {
+    local bs=$1 qd=$2 rw=$3
+    echo "--name=cell --rw=$rw --bs=$bs --iodepth=$qd --direct=1" \
+         "--time_based --ramp_time=$ramp --runtime=$runtime"
+}
+
+# run_xen SDIR ID DEVID ARGS: one fio run in a session; waits for it
+run_xen() {
+    local sdir=$1 id=$2 devid=$3 args=$4 i
+    echo "$id $devid $args --ring_order=$ring_order" > "$sdir/cmd"
+    for i in $(seq 1200); do            # 2 minutes
+        [ -f "$sdir/$id.done" ] && break
+        sleep 0.05
+    done
+    [ -f "$sdir/$id.done" ] || die "no answer from $sdir for $id"
+    [ "$(cat "$sdir/$id.done")" = 0 ] ||
+        die "fio failed in $sdir ($id): $(tail -n 5 "$sdir/$id.fio.log")"
+}
+
+# run_ref DIR ID BACKEND ARGS: fio on the host, same store, no Xen
+run_ref() {
+    local dir=$1 id=$2 backend=$3 args=$4
+    mkdir -p "$dir"
+    # shellcheck disable=SC2086
+    if [ "$backend" = file ]; then
+        taskset -c "$guest_cpu" "$fio" $args --ioengine=libaio \
+            --filename="$disk" --output-format=json \
+            --output="$dir/$id.fio.json" > "$dir/$id.fio.log" 2>&1
+    else
+        taskset -c "$guest_cpu" "$fio" $args --ioengine=null \
+            --size="$null_size" --output-format=json \
+            --output="$dir/$id.fio.json" > "$dir/$id.fio.log" 2>&1
+    fi || die "reference fio failed ($id): $(tail -n 5 "$dir/$id.fio.log")"
+}
+
+# MB/s (10^6 bytes) of a fio JSON run, reads + writes
+mbps() {
+    jq -r '[.jobs[0].read.bw_bytes, .jobs[0].write.bw_bytes] | add / 1e6
+           | . * 10 | round / 10' "$1"
+}
+
+cells=()
+for qd in $qd_list; do
+    for bs in $bs_list; do
+        for rw in $rw_list; do
+            cells+=("$bs:$qd:$rw")
+        done
+    done
+done
+all=("${arms[@]}" reference)
+ncells=${#cells[@]}
+log "bench: $mode grid, ${#cells[@]} cells x 2 backends x ${#all[@]} arms" \
+    "x $repeats repeats -> $out"
+log "bench: sequential I/O (rw=read/write), direct=1, QEMU on CPU" \
+    "$qemu_cpu, guest fio on CPU $guest_cpu"
+t0=$(date +%s)
+
+for ((r = 1; r <= repeats; r++)); do
+    rdir=$(printf '%s/raw/r%02d' "$out" "$r")
+    sessions=()
+    for a in "${arms[@]}"; do
+        start_session "$a" "$rdir/$a"
+        sessions+=("$rdir/$a")
+    done
+    for ((c = 0; c < ncells; c++)); do
+        IFS=: read -r bs qd rw <<< "${cells[$c]}"
+        args=$(cell_args "$bs" "$qd" "$rw")
+        # rotate the arm order from cell to cell and repeat to repeat
+        order=()
+        for ((i = 0; i < ${#all[@]}; i++)); do
+            order+=("${all[$(( (i + c + r) % ${#all[@]} ))]}")
+        done
+        for backend in file null; do
+            id=$backend-$bs-qd$qd-$rw
+            line=""
+            for a in "${order[@]}"; do
+                if [ "$a" = reference ]; then
+                    run_ref "$rdir/reference" "$id" "$backend" "$args"
+                    f=$rdir/reference/$id.fio.json
+                else
+                    devid=$file_devid
+                    [ "$backend" = null ] && devid=$null_devid
+                    run_xen "$rdir/$a" "$id" "$devid" "$args"
+                    f=$rdir/$a/$id.fio.json
+                fi
+                line+=" $a=$(mbps "$f")"
+            done
+            log "$(printf '[%ds] r%d/%d %-5s %4s QD%-2s %-5s MB/s:%s' \
+                "$(( $(date +%s) - t0 ))" "$r" "$repeats" "$backend" \
+                "$bs" "$qd" "$rw" "$line")"
+        done
+    done
+    for s in "${sessions[@]}"; do echo quit > "$s/cmd"; done
+    wait
+    sessions=()
+done
+uptime > "$meta/uptime-end.txt"
+
+# --- Analysis -------------------------------------------------------------------
+
+python3 "$here/analyze.py" "$out"
+(cd "$out" && gnuplot chart.gp) || die "gnuplot failed"
+if [ "$mode" = quick ]; then
+    python3 "$here/analyze.py" --check "$out"
+fi
+log "bench: done in $(( $(date +%s) - t0 ))s: $out/results.md"

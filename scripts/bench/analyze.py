@@ -1,0 +1,512 @@
+#!/usr/bin/env python3
+"""Analysis of a bench run (scripts/bench.sh): raw/ -> results.json,
+results.md, chart.dat + chart.gp (gnuplot makes chart.png).
+
+Usage: analyze.py OUTDIR          write the results
+       analyze.py --check OUTDIR  assert the results exist and are sane
+                                  (what `make bench-quick` checks in CI:
+                                  never speed, only that the pipeline works)
+
+raw/rNN/<arm>/<backend>-<bs>-qd<qd>-<rw>.*: per run, fio's JSON, and for the
+Xen arms the engine's guest counters (.xen.json) and probe.py snapshots of
+QEMU before and after (.pre.json/.post.json).
+
+Per-I/O counters that cover the whole fio run (engine, QMP, /proc) are
+divided by the engine's I/O count for the same run (ramp included); fio's
+own counters (IOPS, MB/s, latency, ctx) exclude the ramp and use fio's.
+
+Ratios: per cell and repeat, arm/upstream on MB/s (IOPS for the IOPS
+targets); a cell is the median over the kept repeats (the first is
+discarded) with the coefficient of variation (sample stdev / mean) of the
+per-repeat ratios.
+"""
+import glob
+import json
+import math
+import os
+import re
+import statistics
+import sys
+
+ARMS_ORDER = ["upstream", "notify-only", "notify+poll", "fork", "reference"]
+ARM_DESC = {
+    "upstream": "pristine QEMU 10.2.2",
+    "notify-only": "patches 0001-0002 (deferred notify)",
+    "notify+poll": "patches 0001-0005 (+ event-channel polling, libxl "
+                   "IOThread)",
+    "fork": "the full series 0001-0006 (+ request merging)",
+    "reference": "fio on the host, same backing store, no Xen (libaio on "
+                 "the tmpfs file; fio's null engine for null-co)",
+}
+BACKENDS = ["file", "null"]
+BACKEND_DESC = {
+    "file": "raw file on tmpfs (/dev/shm), libxl disk path (xvda)",
+    "null": "null-co (dataplane alone), -device xen-disk (xvdb)",
+}
+IOTHREAD = {"file": "xvda", "null": "iot0"}
+BS_ORDER = ["4k", "64k", "256k", "1m", "4m"]
+RUN_RE = re.compile(r"^(file|null)-([0-9]+[kmg]?)-qd([0-9]+)-(read|write)$")
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def fio_metrics(fj):
+    job = fj["jobs"][0]
+    ddir = "read" if job["read"]["total_ios"] else "write"
+    d = job[ddir]
+    pct = d.get("clat_ns", {}).get("percentile", {})
+    ios = job["read"]["total_ios"] + job["write"]["total_ios"]
+    return {
+        "iops": d["iops"],
+        "mbps": (job["read"]["bw_bytes"] + job["write"]["bw_bytes"]) / 1e6,
+        "lat_p50_us": pct.get("50.000000", 0) / 1e3,
+        "lat_p99_us": pct.get("99.000000", 0) / 1e3,
+        "lat_mean_us": d.get("clat_ns", {}).get("mean", 0) / 1e3,
+        "fio_ios": ios,
+        "ctx": job.get("ctx", 0),
+        "ctx_per_io": job.get("ctx", 0) / ios if ios else None,
+        "usr_cpu": job.get("usr_cpu"),
+        "sys_cpu": job.get("sys_cpu"),
+        "runtime_ms": d.get("runtime"),
+    }
+
+
+def delta_blockstats(pre, post):
+    """Sum over devices of post - pre (only the cell's device moves)."""
+    keys = ["rd_operations", "wr_operations", "rd_merged", "wr_merged",
+            "rd_bytes", "wr_bytes"]
+    out = {k: 0 for k in keys}
+    for dev, st in post["blockstats"].items():
+        before = pre["blockstats"].get(dev, {})
+        for k in keys:
+            out[k] += st.get(k, 0) - before.get(k, 0)
+    return out
+
+
+def xen_metrics(xen, pre, post, backend):
+    ios = xen["ios"]
+    m = {"engine": xen, "engine_ios": ios}
+    if not ios:
+        return m
+    bs = delta_blockstats(pre, post)
+    ops = bs["rd_operations"] + bs["wr_operations"]
+    merged = bs["rd_merged"] + bs["wr_merged"]
+    m["blockstats_delta"] = bs
+    m["guest_kicks_per_io"] = xen["notifies"] / ios
+    m["backend_notifies_per_io"] = xen.get("backend_notifies", 0) / ios
+    m["notifies_per_io"] = (xen["notifies"] +
+                            xen.get("backend_notifies", 0)) / ios
+    m["guest_wakeups_per_io"] = xen.get("guest_wakeups", 0) / ios
+    m["blkif_requests_per_io"] = xen["requests"] / ios
+    m["blk_requests_per_io"] = (ops - merged) / ios
+    iot = IOTHREAD[backend]
+    a, b = pre["iothreads"].get(iot), post["iothreads"].get(iot)
+    wall = post["time"] - pre["time"]
+    if a and b:
+        cpu_ns = b["cpu_ns"] - a["cpu_ns"]
+        m["iothread"] = iot
+        m["iothread_poll_max_ns"] = b["poll-max-ns"]
+        m["iothread_cpu_s"] = cpu_ns / 1e9
+        m["iothread_cpu_us_per_io"] = cpu_ns / 1e3 / ios
+        m["iothread_cpu_util"] = cpu_ns / 1e9 / wall if wall > 0 else None
+        m["iothread_vol_ctxt_per_io"] = (b["vol_ctxt"] - a["vol_ctxt"]) / ios
+        m["iothread_nonvol_ctxt_per_io"] = (
+            (b["nonvol_ctxt"] - a["nonvol_ctxt"]) / ios)
+    tck = post["clk_tck"]
+    q = (post["qemu"]["utime"] + post["qemu"]["stime"]
+         - pre["qemu"]["utime"] - pre["qemu"]["stime"]) / tck
+    m["qemu_cpu_s"] = q
+    m["qemu_cpu_us_per_io"] = q * 1e6 / ios
+    m["probe_window_s"] = wall
+    return m
+
+
+def collect(out):
+    runs = []
+    for fio in sorted(glob.glob(os.path.join(out, "raw", "r*", "*",
+                                             "*.fio.json"))):
+        arm = os.path.basename(os.path.dirname(fio))
+        rep = int(os.path.basename(os.path.dirname(os.path.dirname(fio)))[1:])
+        rid = os.path.basename(fio)[:-len(".fio.json")]
+        mm = RUN_RE.match(rid)
+        if not mm:
+            continue
+        backend, bs, qd, rw = mm.group(1), mm.group(2), int(mm.group(3)), \
+            mm.group(4)
+        rec = {"repeat": rep, "arm": arm, "backend": backend, "bs": bs,
+               "qd": qd, "rw": rw}
+        rec.update(fio_metrics(load(fio)))
+        base = fio[:-len(".fio.json")]
+        if arm != "reference":
+            rec.update(xen_metrics(load(base + ".xen.json"),
+                                   load(base + ".pre.json"),
+                                   load(base + ".post.json"), backend))
+        runs.append(rec)
+    return runs
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+def cv(xs):
+    if len(xs) < 2:
+        return None
+    mean = statistics.mean(xs)
+    return statistics.stdev(xs) / mean if mean else None
+
+
+def cells_of(runs):
+    seen = {(r["bs"], r["qd"], r["rw"]) for r in runs}
+    return sorted(seen, key=lambda c: (c[1], BS_ORDER.index(c[0])
+                                       if c[0] in BS_ORDER else 99, c[2]))
+
+
+def summarize(runs, discard):
+    """Per backend/cell/arm: medians of metrics and ratios to upstream."""
+    idx = {}
+    for r in runs:
+        idx[(r["backend"], r["bs"], r["qd"], r["rw"], r["arm"],
+             r["repeat"])] = r
+    repeats = sorted({r["repeat"] for r in runs})
+    kept = [x for x in repeats if x > discard] or repeats
+    arms = [a for a in ARMS_ORDER if any(r["arm"] == a for r in runs)]
+    metrics = ["iops", "mbps", "lat_p50_us", "lat_p99_us", "ctx_per_io",
+               "guest_kicks_per_io", "backend_notifies_per_io",
+               "notifies_per_io", "blkif_requests_per_io",
+               "blk_requests_per_io", "iothread_cpu_us_per_io",
+               "iothread_cpu_util", "iothread_vol_ctxt_per_io",
+               "qemu_cpu_us_per_io"]
+    summary = {}
+    for backend in BACKENDS:
+        for (bs, qd, rw) in cells_of(runs):
+            for arm in arms:
+                rs = [idx.get((backend, bs, qd, rw, arm, k)) for k in kept]
+                rs = [x for x in rs if x]
+                if not rs:
+                    continue
+                s = {"n": len(rs)}
+                for m in metrics:
+                    vals = [x[m] for x in rs if x.get(m) is not None]
+                    s[m] = median(vals)
+                for m in ("mbps", "iops"):
+                    ratios = []
+                    for k in kept:
+                        a = idx.get((backend, bs, qd, rw, arm, k))
+                        u = idx.get((backend, bs, qd, rw, "upstream", k))
+                        if a and u and u[m] > 0:
+                            ratios.append(a[m] / u[m])
+                    s["ratio_" + m] = median(ratios)
+                    s["ratio_" + m + "_cv"] = cv(ratios)
+                    s["ratio_" + m + "_repeats"] = ratios
+                summary["%s/%s/%d/%s/%s" % (backend, bs, qd, rw, arm)] = s
+    return summary, arms, kept
+
+
+def fmt(x, nd=2):
+    if x is None:
+        return "n/a"
+    return "%.*f" % (nd, x)
+
+
+def fmt_cell(s):
+    if not s or s.get("ratio_mbps") is None:
+        return "n/a"
+    c = s.get("ratio_mbps_cv")
+    return "%.2f (%s)" % (s["ratio_mbps"],
+                          "cv %.0f%%" % (100 * c) if c is not None else "-")
+
+
+def table(summary, backend, arm, cells):
+    """The seeds' table: | block size | queue depth | read | write |"""
+    lines = ["| block size | queue depth | read | write |",
+             "|:-----------|------------:|-----:|------:|"]
+    vals = []
+    rows = sorted({(bs, qd) for bs, qd, _ in cells},
+                  key=lambda c: (c[1], BS_ORDER.index(c[0])
+                                 if c[0] in BS_ORDER else 99))
+    for bs, qd in rows:
+        cols = []
+        for rw in ("read", "write"):
+            s = summary.get("%s/%s/%d/%s/%s" % (backend, bs, qd, rw, arm))
+            cols.append(fmt_cell(s))
+            if s and s.get("ratio_mbps") is not None:
+                vals.append(s["ratio_mbps"])
+        lines.append("| %s | %d | %s | %s |" % (bs, qd, cols[0], cols[1]))
+    if vals:
+        lines.append("")
+        lines.append("Median across the %d cells is %.2f, with %d of %d at "
+                     "or above parity (ratio >= 1.00)."
+                     % (len(vals), median(vals),
+                        sum(1 for v in vals if v >= 1.0), len(vals)))
+    return lines
+
+
+def get(summary, backend, bs, qd, rw, arm, m):
+    s = summary.get("%s/%s/%d/%s/%s" % (backend, bs, qd, rw, arm))
+    return s.get(m) if s else None
+
+
+def target(desc, values, ok):
+    """One target line: values is [(label, value)], ok(value) -> bool."""
+    have = [(lbl, v) for lbl, v in values if v is not None]
+    if not have:
+        return "- %s: **not measured** (cell not in this grid)" % desc
+    met = all(ok(v) for _, v in have)
+    return "- %s: **%s** (%s)" % (desc, "met" if met else "not met",
+                                  ", ".join("%s %s" % (lbl, fmt(v))
+                                            for lbl, v in have))
+
+
+def targets(summary, backend, arms):
+    g = lambda *a: get(summary, backend, *a)
+    out = []
+    for arm, patch in (("notify-only", 1), ("fork", 1), ("notify+poll", 2),
+                       ("fork", 2), ("fork", 3)):
+        if arm not in arms:
+            continue
+        a = arm
+        if patch == 1:
+            out.append(target(
+                "patch 1 (deferred notify), %s: backend->guest "
+                "notifications per I/O at 4k QD32 <= 0.25" % a,
+                [("read", g("4k", 32, "read", a, "backend_notifies_per_io")),
+                 ("write", g("4k", 32, "write", a,
+                             "backend_notifies_per_io"))],
+                lambda v: v <= 0.25))
+            out.append(target(
+                "patch 1, %s: 4m QD1 read MB/s ratio >= 1.10" % a,
+                [("ratio", g("4m", 1, "read", a, "ratio_mbps"))],
+                lambda v: v >= 1.10))
+        elif patch == 2:
+            out.append(target(
+                "patch 2 (polling), %s: 4k QD1 IOPS ratio >= 1.30" % a,
+                [("read", g("4k", 1, "read", a, "ratio_iops")),
+                 ("write", g("4k", 1, "write", a, "ratio_iops"))],
+                lambda v: v >= 1.30))
+            out.append(target(
+                "patch 2, %s: IOThread voluntary context switches per I/O "
+                "at 4k QD1 <= 0.05" % a,
+                [("read", g("4k", 1, "read", a, "iothread_vol_ctxt_per_io")),
+                 ("write", g("4k", 1, "write", a,
+                             "iothread_vol_ctxt_per_io"))],
+                lambda v: v <= 0.05))
+        else:
+            out.append(target(
+                "patch 3 (merging), %s: block-layer requests per guest I/O "
+                "at 1m <= 1.05" % a,
+                [("QD%d %s" % (qd, rw), g("1m", qd, rw, a,
+                                          "blk_requests_per_io"))
+                 for qd in (1, 32) for rw in ("read", "write")],
+                lambda v: v <= 1.05))
+            out.append(target(
+                "patch 3, %s: 1m QD1 read MB/s ratio >= 1.30" % a,
+                [("ratio", g("1m", 1, "read", a, "ratio_mbps"))],
+                lambda v: v >= 1.30))
+    return out
+
+
+def read_meta(out):
+    meta = {}
+    mdir = os.path.join(out, "meta")
+    for f in sorted(os.listdir(mdir)):
+        with open(os.path.join(mdir, f)) as fh:
+            meta[f[:-4] if f.endswith(".txt") else f] = fh.read().strip()
+    return meta
+
+
+def metric_table(summary, backend, arms, cells):
+    cols = [("MB/s", "mbps", 1), ("IOPS", "iops", 0),
+            ("p50 us", "lat_p50_us", 1), ("p99 us", "lat_p99_us", 1),
+            ("ctx/IO", "ctx_per_io", 2),
+            ("kicks/IO", "guest_kicks_per_io", 2),
+            ("be-notif/IO", "backend_notifies_per_io", 2),
+            ("blkif/IO", "blkif_requests_per_io", 2),
+            ("blk-req/IO", "blk_requests_per_io", 2),
+            ("iot us/IO", "iothread_cpu_us_per_io", 2),
+            ("iot util", "iothread_cpu_util", 2),
+            ("iot vcs/IO", "iothread_vol_ctxt_per_io", 3)]
+    lines = ["| cell | arm | " + " | ".join(c[0] for c in cols) + " |",
+             "|:--|:--|" + "--:|" * len(cols)]
+    for bs, qd, rw in cells:
+        for arm in arms:
+            s = summary.get("%s/%s/%d/%s/%s" % (backend, bs, qd, rw, arm))
+            if not s:
+                continue
+            lines.append("| %s QD%d %s | %s | " % (bs, qd, rw, arm) +
+                         " | ".join(fmt(s.get(k), nd) for _, k, nd in cols)
+                         + " |")
+    return lines
+
+
+def write_results(out):
+    runs = collect(out)
+    if not runs:
+        sys.exit("analyze: no runs under %s/raw" % out)
+    meta = read_meta(out)
+    summary, arms, kept = summarize(runs, discard=1)
+    cells = cells_of(runs)
+    cfg = dict(kv.split("=", 1) for line in meta.get("commands", "")
+               .splitlines()[:3] for kv in line.split() if "=" in kv)
+    res = {
+        "method": {
+            "io": "sequential (fio rw=read / rw=write), direct=1, "
+                  "ioengine xenblk (guest) / libaio or null (reference)",
+            "ratio": "per repeat arm/upstream; cell = median over kept "
+                     "repeats; cv = sample stdev / mean of those ratios",
+            "discarded_repeats": [1], "kept_repeats": kept,
+            "placement": "QEMU + xensim host on CPU %s, guest fio on CPU %s"
+                         % (cfg.get("qemu_cpu", "?"),
+                            cfg.get("guest_cpu", "?")),
+            "config": cfg,
+        },
+        "arms": {a: ARM_DESC[a] for a in arms},
+        "backends": BACKEND_DESC,
+        "machine": {k: meta.get(k) for k in ("lscpu", "uname", "nproc",
+                                              "meminfo", "debian_version",
+                                              "uptime-start", "uptime-end")},
+        "versions": dict({k: v for k, v in meta.items()
+                          if k.startswith(("qemu-version", "qemu-path",
+                                           "series-"))},
+                         fio=meta.get("fio-version"),
+                         repo=meta.get("repo")),
+        "commands": meta.get("commands"),
+        "summary": summary,
+        "runs": runs,
+    }
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(res, f, indent=1, sort_keys=True)
+
+    # results.md
+    cpu = re.search(r"Model name:\s*(.*)", meta.get("lscpu", ""))
+    md = ["# xen-block benchmark grid", "",
+          "Sequential I/O (fio rw=read and rw=write), direct=1, through the "
+          "xenblk fio engine in a xensim guest (blkfront, ring order %s). "
+          % cfg.get("ring_order", "?") +
+          "QEMU (and the simulated host) pinned to CPU %s, the guest's fio "
+          "to CPU %s." % (cfg.get("qemu_cpu", "?"), cfg.get("guest_cpu", "?")),
+          "",
+          "- mode %s: %s repeats, repeat 1 discarded (kept: %s); fio ramp "
+          "%s, runtime %s per run; IOThread poll-max-ns %s on every arm"
+          % (cfg.get("mode"), cfg.get("repeats"),
+             ",".join(map(str, kept)), cfg.get("ramp"), cfg.get("runtime"),
+             cfg.get("poll_ns")),
+          "- machine: %s, %s CPUs, %s; %s"
+          % (cpu.group(1).strip() if cpu else "?", meta.get("nproc"),
+             meta.get("meminfo", "").replace("MemTotal:", "RAM").strip(),
+             meta.get("uname", "")),
+          "- fio: %s" % meta.get("fio-version"), ""]
+    md.append("Arms:")
+    md.append("")
+    for a in arms:
+        md.append("- **%s**: %s (`%s`)" % (a, ARM_DESC[a],
+                                           meta.get("qemu-version-" + a,
+                                                    "host fio")))
+    md.append("")
+    md.append("Cells: median over kept repeats of the per-repeat ratio "
+              "arm/upstream on MB/s, with its coefficient of variation.")
+    for backend in BACKENDS:
+        md += ["", "## Backend %s: %s" % (backend, BACKEND_DESC[backend])]
+        for arm in arms:
+            if arm == "upstream":
+                continue
+            md += ["", "### %s / upstream" % arm, ""]
+            md += table(summary, backend, arm, cells)
+        md += ["", "### Per-patch targets (%s)" % backend, ""]
+        md += targets(summary, backend, arms)
+        md += ["", "### Per-arm metrics (%s; medians over kept repeats)"
+               % backend, "",
+               "ctx/IO: guest (fio) context switches; kicks/IO: guest->"
+               "backend notifications; be-notif/IO: backend->guest "
+               "notifications; blkif/IO: ring requests; blk-req/IO: "
+               "block-layer requests (query-blockstats operations - merged); "
+               "iot: the disk's IOThread (CPU us per I/O, utilisation over "
+               "the run, voluntary context switches per I/O).", ""]
+        md += metric_table(summary, backend, arms, cells)
+    md.append("")
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write("\n".join(md))
+
+    # chart: ratio to upstream per cell, one panel per backend
+    ratio_arms = [a for a in arms if a != "upstream"]
+    labels = ["%s/%d/%s" % (bs, qd, "R" if rw == "read" else "W")
+              for bs, qd, rw in cells]
+    with open(os.path.join(out, "chart.dat"), "w") as f:
+        for backend in BACKENDS:
+            f.write("# backend %s: label %s\n" % (backend,
+                                                  " ".join(ratio_arms)))
+            for i, (bs, qd, rw) in enumerate(cells):
+                vals = [get(summary, backend, bs, qd, rw, a, "ratio_mbps")
+                        for a in ratio_arms]
+                f.write("%d %s %s\n" % (i, labels[i], " ".join(
+                    "%.4f" % v if v is not None else "NaN" for v in vals)))
+            f.write("\n\n")
+    gp = ['set terminal pngcairo size 1400,900 font ",9"',
+          'set output "chart.png"',
+          'set multiplot layout 2,1 title "MB/s ratio to upstream QEMU '
+          '(median of per-repeat ratios; sequential, direct=1)"',
+          'set style data linespoints', 'set grid ytics',
+          'set logscale y 2', 'set ylabel "arm / upstream"',
+          'set xtics rotate by -45 font ",8"', 'set key outside right',
+          'set arrow 1 from graph 0, first 1 to graph 1, first 1 nohead '
+          'dt 2 lc rgb "black"']
+    for bi, backend in enumerate(BACKENDS):
+        gp.append('set title "%s"' % BACKEND_DESC[backend].replace('"', ""))
+        plots = ['"chart.dat" index %d using 1:%d:xtic(2) title "%s" '
+                 'pt %d' % (bi, 3 + j, a, 5 + j)
+                 for j, a in enumerate(ratio_arms)]
+        gp.append("plot " + ", ".join(plots))
+    gp.append("unset multiplot")
+    with open(os.path.join(out, "chart.gp"), "w") as f:
+        f.write("\n".join(gp) + "\n")
+    print("analyze: %d runs, %d cells, arms %s -> %s"
+          % (len(runs), len(cells), ",".join(arms),
+             os.path.join(out, "results.md")))
+
+
+def check(out):
+    """CI sanity: files exist, every run moved data, ratios are finite."""
+    for f in ("results.json", "results.md", "chart.png"):
+        p = os.path.join(out, f)
+        assert os.path.isfile(p) and os.path.getsize(p) > 0, "missing " + p
+    res = load(os.path.join(out, "results.json"))
+    runs = res["runs"]
+    assert runs, "no runs"
+    for r in runs:
+        where = "%(arm)s r%(repeat)d %(backend)s %(bs)s QD%(qd)d %(rw)s" % r
+        assert r["iops"] > 0 and r["mbps"] > 0, "zero IOPS: " + where
+        if r["arm"] != "reference":
+            assert r.get("engine_ios", 0) > 0, "no guest I/O: " + where
+            for k in ("notifies_per_io", "blk_requests_per_io",
+                      "iothread_cpu_us_per_io"):
+                v = r.get(k)
+                assert v is not None and math.isfinite(v) and v >= 0, \
+                    "bad %s: %s" % (k, where)
+    n = 0
+    for key, s in res["summary"].items():
+        v = s.get("ratio_mbps")
+        assert v is not None and math.isfinite(v) and v > 0, \
+            "bad ratio " + key
+        n += 1
+    md = open(os.path.join(out, "results.md")).read()
+    assert "| block size | queue depth | read | write |" in md
+    with open(os.path.join(out, "chart.png"), "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n", "chart.png is not a PNG"
+    print("bench check: %d runs, %d ratios, files present: OK"
+          % (len(runs), n))
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--check":
+        check(sys.argv[2])
+    elif len(sys.argv) == 2:
+        write_results(sys.argv[1])
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
