@@ -6,8 +6,9 @@ BUILD    := $(TOP)/build
 SHELL    := /bin/bash
 -include upstream/qemu.conf
 
-# Series version for `qemu-system-i386 --version` of the fork.
-SERIES_VERSION := $(shell cat patches/VERSION 2>/dev/null || echo 0)
+# Series version for `qemu-system-i386 --version` of the fork: bump it
+# with each release of the series; the patch count follows by itself.
+SERIES_VERSION := 1
 FORK_PKGVERSION := xenblk-$(SERIES_VERSION)-$(shell \
 	cat patches/series 2>/dev/null | grep -cv '^\s*\(\#\|$$\)')p
 
