@@ -17,12 +17,12 @@ QEMU_FORK     := $(BUILD)/fork/qemu-system-i386
 XENSIM_BUILD  := $(BUILD)/xensim
 # The series' qtests (tests/qtest/ of build/src), run on the fork
 XEN_QTESTS    := xenpv-test xen-block-notify-test xen-block-poll-test \
-                 xen-block-merge-test
+                 xen-block-merge-test xen-block-hostile-test
 
 export QEMU_UPSTREAM QEMU_FORK
 
 .PHONY: all help deps fetch src export check-patches build upstream fork \
-	xensim main check check-tooling check-xensim check-qtest bench \
+	xensim main check check-tooling check-xensim check-qtest fuzz bench \
 	bench-quick clean distclean
 
 all: build main
@@ -37,6 +37,8 @@ help:
 	@echo "make build         pristine upstream QEMU, the fork, and xensim"
 	@echo "make main          the main job: fio through xen-block, both arms"
 	@echo "make check         every test (tooling, xensim, qtests, integrity)"
+	@echo "make fuzz          hostile-frontend fuzzer, both arms (long;"
+	@echo "                   FUZZ_SEED=N FUZZ_ITERATIONS=N to change)"
 	@echo "make bench         the full benchmark grid (long)"
 	@echo "make bench-quick   a small benchmark grid (CI-sized)"
 	@echo "make clean         remove build/ except downloads and ccache"
@@ -93,6 +95,25 @@ check-xensim: xensim upstream fork
 check-qtest: fork
 	@cd $(BUILD)/fork && PATH=$(BUILD)/tools/path meson test --no-rebuild \
 	    --print-errorlogs $(addprefix qtest-i386/,$(XEN_QTESTS))
+
+# The hostile-frontend fuzzer (xensim/fuzz/): directed cases on every ring
+# ABI, then FUZZ_ITERATIONS random batches, on the fork, then on pristine
+# upstream where the bugs the series fixes are expected failures. A
+# failure prints the seed that reproduces it. `meson test --suite fuzz`
+# in build/xensim is the short run.
+ifndef FUZZ_SEED
+FUZZ_SEED       := $(shell date +%s)
+endif
+FUZZ_ITERATIONS ?= 2000
+FUZZ            := $(XENSIM_BUILD)/xensim/fuzz/xenblk-fuzz
+FUZZ_UPSTREAM_XFAIL := --xfail sector-overflow --xfail discard-huge \
+                       --xfail prod-overflow --xfail prod-backwards
+
+fuzz: xensim upstream fork
+	@$(FUZZ) --qemu $(QEMU_FORK) --seed $(FUZZ_SEED) \
+	    --iterations $(FUZZ_ITERATIONS)
+	@$(FUZZ) --qemu $(QEMU_UPSTREAM) --seed $(FUZZ_SEED) \
+	    --iterations $(FUZZ_ITERATIONS) $(FUZZ_UPSTREAM_XFAIL)
 
 bench: build
 	@scripts/bench.sh full
