@@ -80,7 +80,7 @@ xensim: deps
 main: build
 	@scripts/main-job.sh
 
-check: build check-tooling check-xensim check-qtest check-patches
+check: build check-tooling check-xensim check-qtest check-patches bench-quick
 
 check-tooling: deps
 	@tests/tooling/run.sh

@@ -4,9 +4,9 @@
 # Usage: scripts/bench.sh full|quick
 #
 #   full   bs 4k 64k 256k 1m 4m x QD 1 32 x read write, 12 repeats (the
-#          first discarded), ramp 0.5 s + 1.5 s per fio run (see below)
+#          first discarded), ramp 0.2 s + 0.7 s per fio run (see below)
 #   quick  bs 4k 1m x QD 1 32 x read write, 3 repeats (the first
-#          discarded), 2 s per fio run; CI runs it to prove the pipeline,
+#          discarded), 1 s per fio run; CI runs it to prove the pipeline,
 #          it asserts files and sane values, never speed
 #
 # The method is the seeds' (docs/benchmarks.rst): every cell is a ratio
@@ -22,8 +22,11 @@
 #   fork         the full series (build/fork)
 #   reference    no QEMU: fio on the host on the same backing store
 #                (libaio on the tmpfs file, fio's null engine for null-co)
-# The ablation arms are built once, from git worktrees of build/src at the
-# series' commits (build/arms/<name>/{src,obj}), and reused.
+# The ablation arms are built from git worktrees of build/src at the
+# series' commits (build/arms/<name>/{src,obj}) and reused; they are
+# rebuilt (incrementally) only when that prefix of the series changed.
+# If an arm's session dies (a QEMU crash) the crash is recorded, the
+# session restarted and the cell run again.
 #
 # Backends, both in every session's QEMU:
 #   file   a 1 GiB raw file on tmpfs (/dev/shm), attached as xvda (51712)
@@ -45,6 +48,9 @@
 # BENCH_ARMS (subset, upstream always included), BENCH_POLL_NS.
 set -euo pipefail
 
+# The whole script is one brace group, parsed before it runs: editing this
+# file while a (long) run goes on cannot derail that run.
+{
 mode=${1:-}
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build
@@ -54,16 +60,21 @@ case $mode in
 full)
     bs_list=${BENCH_BS:-"4k 64k 256k 1m 4m"}
     repeats=${BENCH_REPEATS:-12}
-    # 2400 fio runs (20 cells x 2 backends x 5 arms x 12): 0.5 s ramp and
-    # 1.5 s measured keep the grid near an hour on 2 cores.
-    ramp=${BENCH_RAMP:-500ms}
-    runtime=${BENCH_RUNTIME:-1500ms}
+    # 2400 fio runs (20 cells x 2 backends x 5 arms x 12). A guest run
+    # costs its ramp + runtime plus ~0.8 s (fio start, blkfront
+    # connect/disconnect, two QMP probes), a host run ~0.4 s; a cell of
+    # one backend, all five arms, took 9.5 s with 1 s runs on a busy
+    # machine. 0.2 s ramp + 0.7 s measured: about 9 s per cell and
+    # backend, 40 x 12 of them, 60-72 minutes.
+    ramp=${BENCH_RAMP:-200ms}
+    runtime=${BENCH_RUNTIME:-700ms}
     ;;
 quick)
     bs_list=${BENCH_BS:-"4k 1m"}
     repeats=${BENCH_REPEATS:-3}
+    # 240 runs; 1 s each keeps it at ~7-8 minutes (2 s: ~12)
     ramp=${BENCH_RAMP:-0}
-    runtime=${BENCH_RUNTIME:-2s}
+    runtime=${BENCH_RUNTIME:-1s}
     ;;
 *)
     echo "usage: $0 full|quick" >&2
@@ -105,28 +116,40 @@ die() { log "bench: $*"; exit 1; }
 
 # --- Build the ablation arms (once) -----------------------------------------
 
-# Commit of build/src that ends with patch number $1 (the series' order).
+# Commit of build/src that ends with patch number $1: the n-th commit after
+# the base tag (build/src is the series applied as commits, in order).
 series_commit() {
-    local n=$1 total
-    total=$(grep -cv '^\s*\(#\|$\)' "$top/patches/series")
-    git -C "$build/src" rev-parse "HEAD~$((total - n))"
+    git -C "$build/src" rev-list --reverse base/10.2.2..HEAD | sed -n "${1}p"
 }
 
+# build_arm NAME DIR N: QEMU with patches 0001..N in build/arms/DIR/obj, from
+# a worktree of build/src (build/arms/DIR/src). Made once; moved to the
+# series' current commit and rebuilt (incrementally, ccache) only when the
+# tree of that prefix changed, so the arms follow the series.
 build_arm() {
-    local name=$1 dir=$2 npatches=$3 commit
-    [ -x "$build/arms/$dir/obj/qemu-system-i386" ] && return 0
+    local name=$1 dir=$2 n=$3 commit wt=$build/arms/$2/src
+    local obj=$build/arms/$2/obj stamp
     [ -d "$build/src/.git" ] || die "no build/src (make src)"
-    commit=$(series_commit "$npatches")
-    log "bench: building arm $name (patches 0001-000$npatches, $commit)"
-    if [ ! -d "$build/arms/$dir/src" ]; then
+    commit=$(series_commit "$n")
+    [ -n "$commit" ] || die "build/src has fewer than $n patches"
+    if [ ! -d "$wt" ]; then
         mkdir -p "$build/arms/$dir"
-        git -C "$build/src" worktree add --detach "$build/arms/$dir/src" \
-            "$commit" >/dev/null
+        git -C "$build/src" worktree add --detach "$wt" "$commit" >/dev/null
+    elif [ "$(git -C "$wt" rev-parse 'HEAD^{tree}')" != \
+           "$(git -C "$build/src" rev-parse "$commit^{tree}")" ]; then
+        git -C "$wt" checkout -q --detach "$commit"
     fi
-    "$top/scripts/build-qemu.sh" "$build/arms/$dir/src" \
-        "$build/arms/$dir/obj" "xenblk-arm-$dir" \
+    stamp=$(git -C "$wt" rev-parse 'HEAD^{tree}')
+    if [ -x "$obj/qemu-system-i386" ] &&
+       [ "$(cat "$obj/.arm-tree" 2>/dev/null)" = "$stamp" ]; then
+        return 0
+    fi
+    log "bench: building arm $name (patches 0001-$(printf %04d "$n")," \
+        "$(git -C "$wt" log -1 --format=%h)) into build/arms/$dir/obj"
+    "$top/scripts/build-qemu.sh" "$wt" "$obj" "xenblk-arm-$dir" \
         > "$build/arms/$dir.build.log" 2>&1 ||
         die "build of arm $name failed, see build/arms/$dir.build.log"
+    echo "$stamp" > "$obj/.arm-tree"
 }
 
 for a in "${arms[@]}"; do
@@ -175,7 +198,7 @@ sessions=()
 cleanup() {
     local s
     for s in "${sessions[@]}"; do
-        [ -p "$s/cmd" ] && echo quit > "$s/cmd" 2>/dev/null || true
+        [ -p "$s/cmd" ] && send "$s" quit 2>/dev/null || true
     done
     # our own `xensim run` children; each tears its host down on SIGTERM
     for s in $(jobs -p); do kill "$s" 2>/dev/null || true; done
@@ -233,28 +256,40 @@ arm_args() {
 
 # --- Sessions -----------------------------------------------------------------
 
-# start_session ARM DIR: an arm's host + QEMU for one repeat
+# start_session ARM DIR: an arm's host + QEMU for one repeat; its
+# `xensim run` pid goes to sess_pid[ARM]. A restarted session (after a
+# crash) keeps the directory; each start logs to its own files.
+declare -A sess_pid sess_starts
 start_session() {
-    local a=$1 sdir=$2 args i
+    local a=$1 sdir=$2 args i n
     mkdir -p "$sdir"
+    n=$(( ${sess_starts[$sdir]:-0} + 1 ))
+    sess_starts[$sdir]=$n
+    rm -f "$sdir/ready"
     mapfile -t args < <(arm_args "$a")
     (
         export BENCH_ENGINE=$engine BENCH_GUEST_CPU=$guest_cpu
         [ "${arm_iothread_arg[$a]}" = 1 ] ||
             export BENCH_QOM_POLL="xvda=$poll_ns"
         exec taskset -c "$qemu_cpu" "$xensim" run "${args[@]}" \
-            --log-dir "$sdir/xensim-logs" -- "$here/guest.sh" "$sdir" \
-            > "$sdir/session.log" 2>&1
+            --log-dir "$sdir/xensim-logs.$n" -- "$here/guest.sh" "$sdir" \
+            > "$sdir/session.$n.log" 2>&1
     ) &
+    sess_pid[$a]=$!
     for i in $(seq 600); do
         [ -f "$sdir/ready" ] && return 0
-        kill -0 $! 2>/dev/null || break
+        kill -0 "${sess_pid[$a]}" 2>/dev/null || break
         sleep 0.1
     done
-    cat "$sdir/session.log" >&2
+    cat "$sdir/session.$n.log" >&2
     die "session of arm $a did not start (see $sdir)"
 }
 
+# send SDIR LINE: one line to a session's FIFO; fails (does not block)
+# when the session is gone
+send() {
+    timeout 10 bash -c 'echo "$1" > "$2"' _ "$2" "$1/cmd"
+}
 # fio job options of one cell (shared by the guest and the reference)
 cell_args() {
     local bs=$1 qd=$2 rw=$3
@@ -262,17 +297,37 @@ cell_args() {
          "--time_based --ramp_time=$ramp --runtime=$runtime"
 }
 
-# run_xen SDIR ID DEVID ARGS: one fio run in a session; waits for it
+# run_xen ARM SDIR ID DEVID ARGS: one fio run in a session; waits for it.
+# If the session died (QEMU crashed: xensim tears the host down when the
+# guest script fails), the crash is recorded in crashes.txt, the arm's
+# session restarted and the cell run again (up to 3 times).
 run_xen() {
-    local sdir=$1 id=$2 devid=$3 args=$4 i
-    echo "$id $devid $args --ring_order=$ring_order" > "$sdir/cmd"
-    for i in $(seq 1200); do            # 2 minutes
-        [ -f "$sdir/$id.done" ] && break
-        sleep 0.05
+    local a=$1 sdir=$2 id=$3 devid=$4 args=$5 i try rc
+    for try in 1 2 3 4; do
+        rm -f "$sdir/$id.done"
+        if send "$sdir" "$id $devid $args --ring_order=$ring_order"; then
+            for i in $(seq 2400); do            # 2 minutes
+                [ -f "$sdir/$id.done" ] && break
+                kill -0 "${sess_pid[$a]}" 2>/dev/null || break
+                sleep 0.05
+            done
+        fi
+        rc=$(cat "$sdir/$id.done" 2>/dev/null || echo none)
+        [ "$rc" = 0 ] && return 0
+        if kill -0 "${sess_pid[$a]}" 2>/dev/null; then
+            [ "$rc" = none ] && die "no answer from $sdir for $id"
+            die "fio failed in $sdir ($id): $(tail -n 5 "$sdir/$id.fio.log")"
+        fi
+        wait "${sess_pid[$a]}" 2>/dev/null || true
+        printf '%s %s %s try %d: session died (see %s/session.%s.log)\n' \
+            "${sdir#"$out"/raw/}" "$a" "$id" "$try" "$sdir" \
+            "${sess_starts[$sdir]}" >> "$out/crashes.txt"
+        log "bench: WARNING: arm $a died in $id (QEMU crash?), restarting" \
+            "its session; see $out/crashes.txt"
+        [ "$try" = 4 ] && break
+        start_session "$a" "$sdir"
     done
-    [ -f "$sdir/$id.done" ] || die "no answer from $sdir for $id"
-    [ "$(cat "$sdir/$id.done")" = 0 ] ||
-        die "fio failed in $sdir ($id): $(tail -n 5 "$sdir/$id.fio.log")"
+    die "arm $a keeps dying in $id"
 }
 
 # run_ref DIR ID BACKEND ARGS: fio on the host, same store, no Xen
@@ -338,7 +393,7 @@ for ((r = 1; r <= repeats; r++)); do
                 else
                     devid=$file_devid
                     [ "$backend" = null ] && devid=$null_devid
-                    run_xen "$rdir/$a" "$id" "$devid" "$args"
+                    run_xen "$a" "$rdir/$a" "$id" "$devid" "$args"
                     f=$rdir/$a/$id.fio.json
                 fi
                 line+=" $a=$(mbps "$f")"
@@ -348,8 +403,8 @@ for ((r = 1; r <= repeats; r++)); do
                 "$bs" "$qd" "$rw" "$line")"
         done
     done
-    for s in "${sessions[@]}"; do echo quit > "$s/cmd"; done
-    wait
+    for s in "${sessions[@]}"; do send "$s" quit || true; done
+    wait || true
     sessions=()
 done
 uptime > "$meta/uptime-end.txt"
@@ -362,3 +417,5 @@ if [ "$mode" = quick ]; then
     python3 "$here/analyze.py" --check "$out"
 fi
 log "bench: done in $(( $(date +%s) - t0 ))s: $out/results.md"
+exit 0
+}

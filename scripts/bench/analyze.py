@@ -34,7 +34,8 @@ ARM_DESC = {
     "notify-only": "patches 0001-0002 (deferred notify)",
     "notify+poll": "patches 0001-0005 (+ event-channel polling, libxl "
                    "IOThread)",
-    "fork": "the full series 0001-0006 (+ request merging)",
+    "fork": "the full series (patches/series: + request merging and "
+            "the later patches)",
     "reference": "fio on the host, same backing store, no Xen (libaio on "
                  "the tmpfs file; fio's null engine for null-co)",
 }
@@ -349,6 +350,11 @@ def write_results(out):
     meta = read_meta(out)
     summary, arms, kept = summarize(runs, discard=1)
     cells = cells_of(runs)
+    crashes = []
+    cpath = os.path.join(out, "crashes.txt")
+    if os.path.exists(cpath):
+        with open(cpath) as f:
+            crashes = [line.strip() for line in f if line.strip()]
     cfg = dict(kv.split("=", 1) for line in meta.get("commands", "")
                .splitlines()[:3] for kv in line.split() if "=" in kv)
     res = {
@@ -374,6 +380,7 @@ def write_results(out):
                          fio=meta.get("fio-version"),
                          repo=meta.get("repo")),
         "commands": meta.get("commands"),
+        "crashes": crashes,
         "summary": summary,
         "runs": runs,
     }
@@ -406,6 +413,17 @@ def write_results(out):
                                            meta.get("qemu-version-" + a,
                                                     "host fio")))
     md.append("")
+    if crashes:
+        md.append("**Session crashes** (the arm's host + QEMU died; the "
+                  "session was restarted and the cell run again; "
+                  "see crashes.txt and the session logs under raw/):")
+        md.append("")
+        per = {}
+        for c in crashes:
+            arm = c.split()[1]
+            per[arm] = per.get(arm, 0) + 1
+        md += ["- %s: %d" % (a, n) for a, n in sorted(per.items())]
+        md.append("")
     md.append("Cells: median over kept repeats of the per-repeat ratio "
               "arm/upstream on MB/s, with its coefficient of variation.")
     for backend in BACKENDS:
@@ -430,9 +448,11 @@ def write_results(out):
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write("\n".join(md))
 
-    # chart: ratio to upstream per cell, one panel per backend
-    ratio_arms = [a for a in arms if a != "upstream"]
-    labels = ["%s/%d/%s" % (bs, qd, "R" if rw == "read" else "W")
+    # chart: ratio to upstream per cell (clustered bars, one per QEMU arm;
+    # the reference arm is left out, its ratios dwarf the others and are
+    # in the tables), one panel per backend
+    ratio_arms = [a for a in arms if a not in ("upstream", "reference")]
+    labels = ["%s/QD%d/%s" % (bs, qd, "R" if rw == "read" else "W")
               for bs, qd, rw in cells]
     with open(os.path.join(out, "chart.dat"), "w") as f:
         for backend in BACKENDS:
@@ -441,23 +461,25 @@ def write_results(out):
             for i, (bs, qd, rw) in enumerate(cells):
                 vals = [get(summary, backend, bs, qd, rw, a, "ratio_mbps")
                         for a in ratio_arms]
-                f.write("%d %s %s\n" % (i, labels[i], " ".join(
+                f.write("%s %s\n" % (labels[i], " ".join(
                     "%.4f" % v if v is not None else "NaN" for v in vals)))
             f.write("\n\n")
     gp = ['set terminal pngcairo size 1400,900 font ",9"',
           'set output "chart.png"',
           'set multiplot layout 2,1 title "MB/s ratio to upstream QEMU '
-          '(median of per-repeat ratios; sequential, direct=1)"',
-          'set style data linespoints', 'set grid ytics',
-          'set logscale y 2', 'set ylabel "arm / upstream"',
-          'set xtics rotate by -45 font ",8"', 'set key outside right',
+          '(median of per-repeat ratios; sequential I/O, direct=1)"',
+          'set style data histograms',
+          'set style histogram clustered gap 1',
+          'set style fill solid 0.8 border -1',
+          'set boxwidth 0.9', 'set grid ytics', 'set yrange [0:*]',
+          'set ylabel "arm / upstream"',
+          'set xtics rotate by -30 font ",8"', 'set key top left',
           'set arrow 1 from graph 0, first 1 to graph 1, first 1 nohead '
-          'dt 2 lc rgb "black"']
+          'dt 2 lw 2 lc rgb "black" front']
     for bi, backend in enumerate(BACKENDS):
         gp.append('set title "%s"' % BACKEND_DESC[backend].replace('"', ""))
-        plots = ['"chart.dat" index %d using 1:%d:xtic(2) title "%s" '
-                 'pt %d' % (bi, 3 + j, a, 5 + j)
-                 for j, a in enumerate(ratio_arms)]
+        plots = ['"chart.dat" index %d using %d:xtic(1) title "%s"'
+                 % (bi, 2 + j, a) for j, a in enumerate(ratio_arms)]
         gp.append("plot " + ", ".join(plots))
     gp.append("unset multiplot")
     with open(os.path.join(out, "chart.gp"), "w") as f:
