@@ -48,7 +48,11 @@ export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
 # tree is reconfigured when it appears.
 xensim_pc=$build/xensim/meson-uninstalled
 export PKG_CONFIG_PATH=$xensim_pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
-have_xensim=$([ -f "$xensim_pc/xensim-uninstalled.pc" ] && echo xensim)
+have_xensim=
+if [ -f "$src/tests/qtest/xen-testbed.c" ] &&
+   [ -f "$xensim_pc/xensim-uninstalled.pc" ]; then
+    have_xensim=xensim
+fi
 
 # .configured: line 1 the configuration, line 2 the version string
 stamp=$obj/.configured
