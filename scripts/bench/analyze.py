@@ -139,12 +139,18 @@ def collect(out):
             mm.group(4)
         rec = {"repeat": rep, "arm": arm, "backend": backend, "bs": bs,
                "qd": qd, "rw": rw}
-        rec.update(fio_metrics(load(fio)))
         base = fio[:-len(".fio.json")]
-        if arm != "reference":
-            rec.update(xen_metrics(load(base + ".xen.json"),
-                                   load(base + ".pre.json"),
-                                   load(base + ".post.json"), backend))
+        try:
+            rec.update(fio_metrics(load(fio)))
+            if arm != "reference":
+                rec.update(xen_metrics(load(base + ".xen.json"),
+                                       load(base + ".pre.json"),
+                                       load(base + ".post.json"), backend))
+        except (OSError, ValueError, KeyError) as e:
+            # a run cut short (interrupted grid): leave it out, say so
+            print("analyze: skipping incomplete run %s: %s" % (base, e),
+                  file=sys.stderr)
+            continue
         runs.append(rec)
     return runs
 
