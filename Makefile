@@ -80,7 +80,7 @@ xensim: deps
 main: build
 	@scripts/main-job.sh
 
-check: build check-tooling check-xensim check-qtest check-patches bench-quick
+check: build check-tooling check-xensim check-qtest check-patches check-bench
 
 check-tooling: deps
 	@tests/tooling/run.sh
@@ -117,6 +117,14 @@ fuzz: xensim upstream fork
 
 bench: build
 	@scripts/bench.sh full
+
+# The quick grid as a test of the pipeline (files and sane values, never
+# speed). A full run once stalled in one of ~2000 sessions' steps (not yet
+# understood), so a stalled run is cut off and tried once more.
+check-bench: build
+	@timeout 1200 scripts/bench.sh quick || \
+	    { echo "check-bench: quick grid failed or stalled, trying once more"; \
+	      timeout 1200 scripts/bench.sh quick; }
 
 bench-quick: build
 	@scripts/bench.sh quick
