@@ -122,9 +122,9 @@ bench: build
 # speed). A full run once stalled in one of ~2000 sessions' steps (not yet
 # understood), so a stalled run is cut off and tried once more.
 check-bench: build
-	@timeout 1200 scripts/bench.sh quick || \
+	@timeout -k 60 1200 scripts/bench.sh quick || \
 	    { echo "check-bench: quick grid failed or stalled, trying once more"; \
-	      timeout 1200 scripts/bench.sh quick; }
+	      timeout -k 60 1200 scripts/bench.sh quick; }
 
 bench-quick: build
 	@scripts/bench.sh quick
