@@ -1366,14 +1366,18 @@ static void garbage_negotiation(const char *name, bool may_connect)
     if (connected && !may_connect) {
         fail("backend connected to garbage negotiation");
     }
-    /* Back to a clean slate: Closing, Closed, remove the nodes */
+    /*
+     * Back to a clean slate the way Linux does it, one step at a time:
+     * Closing (wait for the backend to follow), Closed (likewise), then
+     * Initialising. Writing them back to back lets the backend see only
+     * the last one and stay Closed.
+     */
     fe_w("state", "5");
     xensim_xs_wait_mask(F.xs, bstate, (1u << XenbusStateClosing) |
-                        (1u << XenbusStateClosed) |
-                        (1u << XenbusStateInitWait), 10000, &s);
+                        (1u << XenbusStateClosed), 10000, &s);
     fe_w("state", "6");
-    if (xensim_xs_wait_mask(F.xs, bstate, (1u << XenbusStateClosed) |
-                            (1u << XenbusStateInitWait), 10000, &s) < 0) {
+    if (xensim_xs_wait_mask(F.xs, bstate, 1u << XenbusStateClosed,
+                            10000, &s) < 0) {
         fail("backend did not close after the case (state %" PRIu64 ")", s);
     }
     fe_rm("ring-ref");
