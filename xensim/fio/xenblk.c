@@ -13,10 +13,20 @@
  * nothing is copied on the guest side.
  *
  * The hooks map one to one onto the blkfront data path:
- *   queue     -> blkfront_queue (ring slots, no notify; FIO_Q_BUSY when the
- *                ring cannot take the I/O's requests)
+ *   queue     -> blkfront_queue (ring slots, no notify); while blkfront
+ *                cannot take more, the I/O waits in the engine's backlog
  *   commit    -> blkfront_commit (push, one notify if req_event asks)
- *   getevents -> blkfront_reap / blkfront_wait (event or busy poll)
+ *   getevents -> blkfront_reap / blkfront_wait (event or busy poll), then
+ *                backlogged I/Os onto the slots the completions freed
+ *
+ * The engine takes every I/O fio hands it (at most iodepth) instead of
+ * answering FIO_Q_BUSY when the ring is full (a 1 MiB I/O is 24 requests,
+ * a 32-slot ring holds one). fio 3.33 regenerates the verify pattern of a
+ * write it gets back from FIO_Q_BUSY, drawing one more seed than it
+ * replays when verifying, so every later block of a mixed read/write job
+ * (where fio checks the header's seed) fails verify with "bad header
+ * rand_seed" although the disk holds the data written (fio issue 1526,
+ * fixed in fio 3.34 by commit ad21b61d27fd, IO_U_F_PATTERN_DONE).
  * One job per device (a device has one frontend). Built against fio 3.33's
  * headers for Debian's /usr/bin/fio (see get-fio-src.sh); functions fio
  * does not export (__td_verror) are not used.
@@ -61,8 +71,14 @@ struct xenblk_data {
     struct blkfront_io **done;
     struct io_u **queued;       /* queued since the last commit */
     unsigned int nr_queued;
+    struct io_u **backlog;      /* accepted, blkfront busy: FIFO ring */
+    unsigned int backlog_head;
+    unsigned int nr_backlog;
+    struct io_u **failed;       /* backlogged, then refused by blkfront */
+    unsigned int nr_failed;
     unsigned int depth;
     uint64_t busy;              /* FIO_Q_BUSY returned */
+    uint64_t backlogged;        /* I/Os that waited in the backlog */
     uint64_t waits;             /* blocking waits in getevents */
 };
 
@@ -324,6 +340,8 @@ static int xenblk_init(struct thread_data *td)
     xd->events = calloc(xd->depth, sizeof(*xd->events));
     xd->done = calloc(xd->depth, sizeof(*xd->done));
     xd->queued = calloc(xd->depth, sizeof(*xd->queued));
+    xd->backlog = calloc(xd->depth, sizeof(*xd->backlog));
+    xd->failed = calloc(xd->depth, sizeof(*xd->failed));
 
     xd->d = xensim_domu_open(xenblk_dir(o), domid);
     if (!xd->d) {
@@ -387,6 +405,32 @@ static void xenblk_io_u_free(struct thread_data *td, struct io_u *io_u)
     io_u->engine_data = NULL;
 }
 
+/*
+ * Hand backlogged I/Os to blkfront, oldest first, while it takes them;
+ * returns how many it took (the caller pushes them with blkfront_commit).
+ * An I/O blkfront refuses goes to xd->failed, for getevents to complete
+ * with the error, as queue would have done had it not waited.
+ */
+static unsigned int xenblk_feed(struct xenblk_data *xd)
+{
+    unsigned int fed = 0;
+
+    while (xd->nr_backlog && !blkfront_busy(xd->bf)) {
+        struct io_u *io_u = xd->backlog[xd->backlog_head];
+        struct blkfront_io *io = io_u->engine_data;
+
+        xd->backlog_head = (xd->backlog_head + 1) % xd->depth;
+        xd->nr_backlog--;
+        if (blkfront_queue(xd->bf, io) < 0) {
+            io->error = -errno;
+            xd->failed[xd->nr_failed++] = io_u;
+            continue;
+        }
+        fed++;
+    }
+    return fed;
+}
+
 static enum fio_q_status xenblk_queue(struct thread_data *td,
                                       struct io_u *io_u)
 {
@@ -396,7 +440,13 @@ static enum fio_q_status xenblk_queue(struct thread_data *td,
 
     fio_ro_check(td, io_u);
 
-    if (blkfront_busy(xd->bf) || xd->nr_queued == xd->depth) {
+    /*
+     * fio never has more than iodepth I/Os in the engine, so this does not
+     * happen; should it, FIO_Q_BUSY is still correct (only slower, and
+     * see the top of the file about verify).
+     */
+    if (xd->nr_queued == xd->depth ||
+        xd->nr_backlog + xd->nr_failed == xd->depth) {
         xd->busy++;
         return FIO_Q_BUSY;
     }
@@ -429,11 +479,16 @@ static enum fio_q_status xenblk_queue(struct thread_data *td,
         return FIO_Q_COMPLETED;
     }
 
-    if (blkfront_queue(xd->bf, io) < 0) {
-        if (errno == EAGAIN) {
-            xd->busy++;
-            return FIO_Q_BUSY;
-        }
+    /*
+     * blkfront holds one I/O whose requests do not all fit yet; later ones
+     * wait here, in order, rather than going back to fio with FIO_Q_BUSY
+     * (see the top of the file): completions make room in getevents.
+     */
+    if (xd->nr_backlog || blkfront_busy(xd->bf)) {
+        xd->backlog[(xd->backlog_head + xd->nr_backlog) % xd->depth] = io_u;
+        xd->nr_backlog++;
+        xd->backlogged++;
+    } else if (blkfront_queue(xd->bf, io) < 0) {
         io_u->error = errno;
         return FIO_Q_COMPLETED;
     }
@@ -449,6 +504,7 @@ static int xenblk_commit(struct thread_data *td)
     if (!xd->nr_queued) {
         return 0;
     }
+    xenblk_feed(xd);
     blkfront_commit(xd->bf);
     /* Issue time and submit accounting, as engines with ->commit do. */
     if (fio_fill_issue_time(td)) {
@@ -476,13 +532,23 @@ static int xenblk_getevents(struct thread_data *td, unsigned int min,
 
     max = MIN(max, xd->depth);
     for (;;) {
+        while (nr < max && xd->nr_failed) {
+            xd->events[nr++] = xd->failed[--xd->nr_failed];
+        }
         n = blkfront_reap(xd->bf, xd->done + nr, max - nr);
         for (i = nr; i < nr + n; i++) {
             xd->events[i] = xd->done[i]->opaque;
         }
         nr += n;
+        /* The completions freed ring slots: backlogged I/Os go on now. */
+        if (xenblk_feed(xd)) {
+            blkfront_commit(xd->bf);
+        }
         if (nr >= min || nr == max) {
             break;
+        }
+        if (xd->nr_failed) {
+            continue;           /* refused by blkfront: complete them */
         }
         xd->waits++;
         if (blkfront_wait(xd->bf, timeout) < 0) {
@@ -552,12 +618,14 @@ static void xenblk_write_stats(struct thread_data *td,
             ", \"responses\": %" PRIu64 ", \"notifies\": %" PRIu64
             ", \"commits\": %" PRIu64 ", \"events\": %" PRIu64
             ", \"grants\": %" PRIu64 ", \"grant_evictions\": %" PRIu64
-            ", \"busy\": %" PRIu64 ", \"waits\": %" PRIu64
+            ", \"busy\": %" PRIu64 ", \"backlogged\": %" PRIu64
+            ", \"waits\": %" PRIu64
             ", \"iodepth\": %u, \"ring_order\": %u, \"ring_entries\": %u"
             ", \"busy_poll\": %s, \"backend_notifies\": %" PRIu64
             ", \"guest_wakeups\": %" PRIu64 "}\n",
             s->ios, s->requests, s->responses, s->notifies, s->commits,
-            s->events, s->grants, s->grant_evictions, xd->busy, xd->waits,
+            s->events, s->grants, s->grant_evictions, xd->busy,
+            xd->backlogged, xd->waits,
             xd->depth, info->ring_order, info->ring_entries,
             o->busy_poll ? "true" : "false", backend_notifies,
             guest_wakeups);
@@ -579,6 +647,8 @@ static void xenblk_cleanup(struct thread_data *td)
     free(xd->events);
     free(xd->done);
     free(xd->queued);
+    free(xd->backlog);
+    free(xd->failed);
     free(xd);
 }
 
