@@ -22,7 +22,8 @@ XEN_QTESTS    := xenpv-test xen-block-notify-test xen-block-poll-test \
 export QEMU_UPSTREAM QEMU_FORK
 
 .PHONY: all help deps fetch src export check-patches build upstream fork \
-	xensim main check check-tooling check-xensim check-qtest fuzz bench \
+	xensim main check check-tooling check-xensim check-qtest check-asan \
+	fuzz bench \
 	bench-quick clean distclean
 
 all: build main
@@ -37,6 +38,7 @@ help:
 	@echo "make build         pristine upstream QEMU, the fork, and xensim"
 	@echo "make main          the main job: fio through xen-block, both arms"
 	@echo "make check         every test (tooling, xensim, qtests, integrity)"
+	@echo "make check-asan    xensim's suites and the qtests under ASan/UBSan"
 	@echo "make fuzz          hostile-frontend fuzzer, both arms (long;"
 	@echo "                   FUZZ_SEED=N FUZZ_ITERATIONS=N to change)"
 	@echo "make bench         the full benchmark grid (long)"
@@ -96,6 +98,12 @@ check-qtest: fork
 	@cd $(BUILD)/fork && PATH=$(BUILD)/tools/path meson test --no-rebuild \
 	    --print-errorlogs $(addprefix qtest-i386/,$(XEN_QTESTS))
 
+# Both QEMUs and xensim built with ASan (and LeakSanitizer) and UBSan in
+# build/asan/, then xensim's suites on both arms and the series' qtests;
+# any sanitizer report fails (scripts/check-asan.sh).
+check-asan: build
+	@scripts/check-asan.sh "$(FORK_PKGVERSION)" $(XEN_QTESTS)
+
 # The hostile-frontend fuzzer (xensim/fuzz/): directed cases on every ring
 # ABI, then FUZZ_ITERATIONS random batches, on the fork, then on pristine
 # upstream where the bugs the series fixes are expected failures. A
@@ -107,7 +115,8 @@ endif
 FUZZ_ITERATIONS ?= 2000
 FUZZ            := $(XENSIM_BUILD)/xensim/fuzz/xenblk-fuzz
 FUZZ_UPSTREAM_XFAIL := --xfail sector-overflow --xfail discard-huge \
-                       --xfail prod-overflow --xfail prod-backwards
+                       --xfail prod-overflow --xfail prod-backwards \
+                       --xfail fault-disconnect
 
 fuzz: xensim upstream fork
 	@$(FUZZ) --qemu $(QEMU_FORK) --seed $(FUZZ_SEED) \

@@ -45,13 +45,14 @@ export CCACHE_NOHASHDIR=1
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
 
 # xensim's uninstalled pkg-config file, for the qtests of the series; the
-# tree is reconfigured when it appears.
-xensim_pc=$build/xensim/meson-uninstalled
+# tree is reconfigured when it appears. XENSIM_BUILD picks another xensim
+# build (the sanitizer one for check-asan).
+xensim_pc=${XENSIM_BUILD:-$build/xensim}/meson-uninstalled
 export PKG_CONFIG_PATH=$xensim_pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 have_xensim=
 if [ -f "$src/tests/qtest/xen-testbed.c" ] &&
    [ -f "$xensim_pc/xensim-uninstalled.pc" ]; then
-    have_xensim=xensim
+    have_xensim=xensim${XENSIM_BUILD:+:$XENSIM_BUILD}
 fi
 
 # .configured: line 1 the configuration, line 2 the version string

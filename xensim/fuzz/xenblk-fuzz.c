@@ -17,7 +17,16 @@
  *              the request is in flight;
  *   ring       req_prod beyond req_cons + ring size, req_prod moving back;
  *   xenstore   ring-page-order above the maximum, non-numeric or foreign
- *              event-channel, unknown protocol, ring-ref not granted.
+ *              event-channel, unknown protocol, ring-ref not granted;
+ *   faults     during I/O, with the fork's merging and polling active:
+ *              read EIO and write ENOSPC from blkdebug (inserted with
+ *              blockdev-reopen), block_resize up and down, the IOThread's
+ *              polling retuned and a refused x-blockdev-set-iothread, the
+ *              frontend disconnecting with requests in flight.
+ *
+ * Valid requests come alone or in runs of adjacent ones (what the fork's
+ * backend merges into one I/O), so merged completions, their errors and
+ * their response slots are checked like any other.
  *
  * After each case it asserts what a backend owes a hostile guest: QEMU is
  * alive (its QMP monitor answers), every request it accepted from the
@@ -153,6 +162,9 @@ typedef struct Fuzz {
     /* counters */
     uint64_t execs, requests, responses, failures, xfails, crashes, hangs;
     uint64_t restarts, verifies, halts, disconnects;
+    uint64_t fault_errors, resizes, iothread_changes, cut_inflight;
+    bool fault_nodes;               /* "fplain" added in this stack */
+    void (*during)(void);           /* batch_run(): right after the kick */
     GHashTable *case_fail;          /* name -> count */
 } Fuzz;
 
@@ -310,7 +322,7 @@ static bool stack_start(void)
 {
     g_autoptr(GError) err = NULL;
     xensim_ts_opts opts = { .log_dir = F.logdir };
-    xensim_ts_disk disk = { .format = "raw" };
+    xensim_ts_disk disk = { .format = "raw", .vdev = "xvda" };
     g_autofree char *state = NULL;
     struct rlimit rl;
     int fd;
@@ -381,6 +393,7 @@ static void stack_stop(void)
     F.dom = NULL;
     xensim_ts_teardown(F.ts, NULL);
     F.ts = NULL;
+    F.fault_nodes = false;
     g_free(F.fe);
     g_free(F.be);
     F.fe = F.be = NULL;
@@ -587,53 +600,113 @@ static bool pick_range(unsigned int n, bool w, uint64_t *s)
 }
 
 /*
- * A valid read or write of @nseg random page fragments at a free scratch
- * range; @ro uses the read-only granted page for a write's first segment.
+ * Fill @req's segments with random page fragments of the pool for a
+ * valid read or write; @ro puts the read-only granted page in a write's
+ * first segment. Returns the request's length in sectors.
  */
-static Pend *valid_rw(uint8_t op, unsigned int nseg, bool ro)
+static unsigned int valid_segs(blkif_request_t *req, uint8_t **page, bool ro)
 {
-    blkif_request_t req = { .operation = op, .nr_segments = nseg };
     unsigned int i, n = 0;
-    uint64_t s;
-    Pend *p;
-    uint8_t *page[BLKIF_MAX_SEGMENTS_PER_REQUEST];
 
-    for (i = 0; i < nseg; i++) {
+    for (i = 0; i < req->nr_segments; i++) {
         int ref;
 
-        req.seg[i].first_sect = rnd_below(8);
-        req.seg[i].last_sect = req.seg[i].first_sect +
-                               rnd_below(8 - req.seg[i].first_sect);
-        if (ro && i == 0 && op == BLKIF_OP_WRITE) {
+        req->seg[i].first_sect = rnd_below(8);
+        req->seg[i].last_sect = req->seg[i].first_sect +
+                                rnd_below(8 - req->seg[i].first_sect);
+        if (ro && i == 0 && req->operation == BLKIF_OP_WRITE) {
             page[i] = F.ro_wpage;
             ref = F.ro_wref;
         } else {
             page[i] = pool_page(&ref);
         }
-        req.seg[i].gref = ref;
-        n += req.seg[i].last_sect - req.seg[i].first_sect + 1;
-        if (op == BLKIF_OP_WRITE) {
+        req->seg[i].gref = ref;
+        n += req->seg[i].last_sect - req->seg[i].first_sect + 1;
+        if (req->operation == BLKIF_OP_WRITE) {
             fill_rand(page[i], XENSIM_PAGE_SIZE);
         } else {
             memset(page[i], 0x5a, XENSIM_PAGE_SIZE);
         }
     }
+    return n;
+}
+
+/* Put a valid request made by valid_segs(), its data checked on return. */
+static Pend *valid_put(blkif_request_t *req, uint8_t **page)
+{
+    Pend *p = put(req, ST_OK);
+    unsigned int i;
+
+    if (p) {
+        p->sector = req->sector_number;
+        p->nseg = req->nr_segments;
+        p->check_data = true;
+        for (i = 0; i < p->nseg; i++) {
+            p->page[i] = page[i];
+            p->first[i] = req->seg[i].first_sect;
+            p->last[i] = req->seg[i].last_sect;
+        }
+    }
+    return p;
+}
+
+/* A valid read or write of @nseg fragments at a free scratch range. */
+static Pend *valid_rw(uint8_t op, unsigned int nseg, bool ro)
+{
+    blkif_request_t req = { .operation = op, .nr_segments = nseg };
+    uint8_t *page[BLKIF_MAX_SEGMENTS_PER_REQUEST];
+    unsigned int n = valid_segs(&req, page, ro);
+    uint64_t s;
+
     if (!pick_range(n, op != BLKIF_OP_READ, &s)) {
         return NULL;
     }
     req.sector_number = s;
-    p = put(&req, ST_OK);
-    if (p) {
-        p->sector = s;
-        p->nseg = nseg;
-        p->check_data = true;
-        for (i = 0; i < nseg; i++) {
-            p->page[i] = page[i];
-            p->first[i] = req.seg[i].first_sect;
-            p->last[i] = req.seg[i].last_sect;
-        }
+    return valid_put(&req, page);
+}
+
+#define RUN_MAX 8
+
+/*
+ * @k (at most RUN_MAX) valid requests of @op, adjacent on the disk and
+ * in ring order: the fork's backend merges them into one I/O. The run's
+ * range keeps one free sector on each side, so that no other request of
+ * the batch can join the merge. Fills @p (may be NULL) with the requests;
+ * returns how many were put.
+ */
+static unsigned int valid_run(uint8_t op, unsigned int k, Pend **p)
+{
+    blkif_request_t req[RUN_MAX];
+    uint8_t *page[RUN_MAX][BLKIF_MAX_SEGMENTS_PER_REQUEST];
+    unsigned int n[RUN_MAX], total = 0, j, put = 0;
+    uint64_t s;
+
+    k = MIN(MIN(k, RUN_MAX), ring_free());
+    for (j = 0; j < k; j++) {
+        req[j] = (blkif_request_t){ .operation = op,
+                                    .nr_segments = 1 + rnd_below(11) };
+        n[j] = valid_segs(&req[j], page[j], false);
+        total += n[j];
     }
-    return p;
+    if (!k || !pick_range(total + 2, op != BLKIF_OP_READ, &s)) {
+        return 0;
+    }
+    s++;
+    for (j = 0; j < k; j++) {
+        Pend *q;
+
+        req[j].sector_number = s;
+        s += n[j];
+        q = valid_put(&req[j], page[j]);
+        if (!q) {
+            break;
+        }
+        if (p) {
+            p[put] = q;
+        }
+        put++;
+    }
+    return put;
 }
 
 /*
@@ -810,6 +883,16 @@ static void apply(Pend *p)
         return;
     }
     if (p->status != BLKIF_RSP_OKAY) {
+        if (p->op == BLKIF_OP_WRITE) {
+            /* a failed write leaves each sector old or new */
+            for (i = 0; i < p->nseg; i++) {
+                unsigned int n = p->last[i] - p->first[i] + 1;
+
+                memset(F.known + s, 0, n);
+                s += n;
+            }
+            return;
+        }
         if (p->op == BLKIF_OP_READ && p->revoked) {
             /* each page untouched, or the full right data */
             for (i = 0; i < p->nseg; i++) {
@@ -871,6 +954,10 @@ static bool batch_run(const int *revoke, unsigned int nrevoke)
     blkfront_raw_kick(F.bf);
     for (i = 0; i < nrevoke; i++) {
         xensim_domu_end_grant(F.dom, revoke[i]);
+    }
+    if (F.during) {
+        F.during();
+        F.during = NULL;
     }
     deadline = g_get_monotonic_time() + RSP_TIMEOUT_MS * 1000ll;
     while (g_get_monotonic_time() < deadline && !F.ring_dead) {
@@ -1404,6 +1491,334 @@ out:
     xensim_domu_free_pages(F.dom, ring, 4);
 }
 
+/* --- faults during I/O ---------------------------------------------------- */
+
+/*
+ * The libxl disk's format node, as xen-block names it
+ * (xen_block_blockdev_add(): "<vdev>-<driver>"), and the two nodes the
+ * fault cases add: "fplain", a plain file node on the same image, and
+ * "fdbg", blkdebug over it. blockdev-reopen swaps the format node's file
+ * child between them: a drain of the device (detach, attach) with I/O in
+ * flight, and the faults wherever blkdebug is in.
+ */
+#define FMT_NODE "xvda-raw"
+#define GROW_BYTES (1ull << 20)
+
+/* QMP: 1 "return", 0 "error", -1 no answer. */
+static int qmp_exec(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int qmp_exec(const char *fmt, ...)
+{
+    g_autofree char *cmd = NULL;
+    va_list ap;
+    char *line;
+
+    va_start(ap, fmt);
+    cmd = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    if (F.qmp < 0 || write(F.qmp, cmd, strlen(cmd)) != (ssize_t)strlen(cmd)) {
+        return -1;
+    }
+    while (qmp_line(&line, 10000)) {
+        int r = strstr(line, "\"return\"") ? 1 :
+                strstr(line, "\"error\"") ? 0 : -2;
+
+        if (r == 0) {
+            fprintf(stderr, "xenblk-fuzz: [%s] QMP error: %s", F.cur, line);
+        }
+        g_free(line);
+        if (r >= 0) {
+            return r;
+        }
+    }
+    return -1;
+}
+
+static bool reopen_file(const char *node)
+{
+    if (qmp_exec("{\"execute\":\"blockdev-reopen\",\"arguments\":{\"options\":"
+                 "[{\"driver\":\"raw\",\"node-name\":\"" FMT_NODE "\","
+                 "\"file\":\"%s\"}]}}\n", node) != 1) {
+        fail("blockdev-reopen of " FMT_NODE " onto %s failed", node);
+        return false;
+    }
+    return true;
+}
+
+/* Put blkdebug under the disk: reads of @rsec EIO, writes of @wsec ENOSPC */
+static bool blkdebug_in(uint64_t rsec, uint64_t wsec)
+{
+    if (!F.fault_nodes) {
+        if (qmp_exec("{\"execute\":\"blockdev-add\",\"arguments\":"
+                     "{\"driver\":\"file\",\"node-name\":\"fplain\","
+                     "\"filename\":\"%s\",\"locking\":\"off\"}}\n",
+                     F.image) != 1) {
+            fail("blockdev-add of a file node failed");
+            return false;
+        }
+        F.fault_nodes = true;
+    }
+    if (qmp_exec("{\"execute\":\"blockdev-add\",\"arguments\":"
+                 "{\"driver\":\"blkdebug\",\"node-name\":\"fdbg\","
+                 "\"image\":\"fplain\",\"inject-error\":["
+                 "{\"event\":\"read_aio\",\"errno\":5,\"sector\":%" PRIu64
+                 ",\"once\":false},"
+                 "{\"event\":\"write_aio\",\"errno\":28,\"sector\":%" PRIu64
+                 ",\"once\":false}]}}\n", rsec, wsec) != 1) {
+        fail("blockdev-add of blkdebug failed");
+        return false;
+    }
+    return reopen_file("fdbg");
+}
+
+static void blkdebug_out(void)
+{
+    if (reopen_file("fplain") &&
+        qmp_exec("{\"execute\":\"blockdev-del\",\"arguments\":"
+                 "{\"node-name\":\"fdbg\"}}\n") != 1) {
+        fail("blockdev-del of blkdebug failed");
+    }
+}
+
+/* A request of a run holding a failing sector fails; the run's others
+ * may fail with it (a merged I/O has one result) but nothing else may. */
+static void expect_fault(Pend **run, unsigned int n, uint64_t bad)
+{
+    unsigned int i;
+
+    for (i = 0; i < n; i++) {
+        uint64_t len = 0;
+        unsigned int j;
+
+        for (j = 0; j < run[i]->nseg; j++) {
+            len += run[i]->last[j] - run[i]->first[j] + 1;
+        }
+        run[i]->expect = bad >= run[i]->sector && bad < run[i]->sector + len ?
+                         ST_ERR : ST_OK | ST_ERR;
+    }
+}
+
+static void run_fault_errors(void)
+{
+    Pend *r[RUN_MAX], *w[RUN_MAX];
+    unsigned int nr, nw, i;
+    uint64_t rsec, wsec;
+
+    batch_begin();
+    nr = valid_run(BLKIF_OP_READ, RUN_MAX, r);
+    nw = valid_run(BLKIF_OP_WRITE, RUN_MAX, w);
+    for (i = 0; i < 3; i++) {
+        valid_run(i & 1 ? BLKIF_OP_WRITE : BLKIF_OP_READ, 4, NULL);
+    }
+    if (nr < 2 || nw < 2) {
+        fail("no room for the fault runs");
+        return;
+    }
+    /* a sector inside the run's second request */
+    rsec = r[1]->sector;
+    wsec = w[1]->sector;
+    expect_fault(r, nr, rsec);
+    expect_fault(w, nw, wsec);
+    if (!blkdebug_in(rsec, wsec)) {
+        return;
+    }
+    batch_run(NULL, 0);
+    for (i = 0; i < F.npend; i++) {
+        F.fault_errors += F.pend[i].got &&
+                          F.pend[i].status == BLKIF_RSP_ERROR;
+    }
+    blkdebug_out();
+}
+
+static uint64_t be_sectors(void)
+{
+    g_autofree char *p = g_strdup_printf("%s/sectors", F.be);
+    uint64_t s = 0;
+
+    xensim_xs_read_u64(F.xs, XENSIM_XBT_NULL, p, &s);
+    return s;
+}
+
+static uint64_t resize_to;
+
+static void resize_now(void)
+{
+    F.resizes++;
+    if (qmp_exec("{\"execute\":\"block_resize\",\"arguments\":"
+                 "{\"node-name\":\"" FMT_NODE "\",\"size\":%" PRIu64 "}}\n",
+                 resize_to) != 1) {
+        fail("block_resize to %" PRIu64 " failed", resize_to);
+    }
+}
+
+/* A batch of valid runs with block_resize to @bytes while it is in flight */
+static void resize_batch(uint64_t bytes)
+{
+    unsigned int i;
+
+    batch_begin();
+    for (i = 0; i < 6; i++) {
+        valid_run(i & 1 ? BLKIF_OP_WRITE : BLKIF_OP_READ, 1 + rnd_below(8),
+                  NULL);
+    }
+    resize_to = bytes;
+    F.during = resize_now;
+    batch_run(NULL, 0);
+    if (be_sectors() != bytes / SECT) {
+        fail("backend sectors %" PRIu64 " after block_resize to %" PRIu64
+             " bytes", be_sectors(), bytes);
+    }
+}
+
+/* One request at @sector (past the model's disk), expecting @expect. */
+static void beyond(uint8_t op, uint64_t sector, unsigned int expect)
+{
+    blkif_request_t req = rw_req(op, sector, 1);
+
+    batch_begin();
+    bad_rw_io(&req, expect, true);
+    batch_run(NULL, 0);
+}
+
+static void run_fault_resize(void)
+{
+    resize_batch(DISK_BYTES + GROW_BYTES);
+    beyond(BLKIF_OP_WRITE, DISK_SECTS, ST_OK);
+    beyond(BLKIF_OP_READ, DISK_SECTS + GROW_BYTES / SECT - 8, ST_OK);
+    beyond(BLKIF_OP_WRITE, DISK_SECTS + GROW_BYTES / SECT, ST_ERR);
+    resize_batch(DISK_BYTES);
+    beyond(BLKIF_OP_WRITE, DISK_SECTS, ST_ERR);
+    beyond(BLKIF_OP_READ, DISK_SECTS - 8, ST_OK);
+}
+
+/* IOThread settings changed with requests in flight. */
+static const char *const iothread_sets[] = {
+    "\"poll-max-ns\",\"value\":0",
+    "\"poll-max-ns\",\"value\":8000000",
+    "\"poll-grow\",\"value\":4",
+    "\"poll-shrink\",\"value\":2",
+    "\"poll-max-ns\",\"value\":1000",
+    "\"aio-max-batch\",\"value\":1",
+    "\"aio-max-batch\",\"value\":0",
+    "\"poll-max-ns\",\"value\":32768",
+};
+static unsigned int iothread_next;
+
+static void iothread_change(void)
+{
+    const char *set = iothread_sets[iothread_next++ %
+                                    G_N_ELEMENTS(iothread_sets)];
+
+    F.iothread_changes++;
+    if (qmp_exec("{\"execute\":\"qom-set\",\"arguments\":{\"path\":"
+                 "\"/objects/xvda\",\"property\":%s}}\n", set) != 1) {
+        fail("qom-set of the IOThread (%s) failed", set);
+    }
+}
+
+static void iothread_batch(void)
+{
+    unsigned int i;
+
+    batch_begin();
+    for (i = 0; i < 4; i++) {
+        valid_run(i & 1 ? BLKIF_OP_WRITE : BLKIF_OP_READ, 1 + rnd_below(8),
+                  NULL);
+    }
+    F.during = iothread_change;
+    batch_run(NULL, 0);
+}
+
+static void run_fault_iothread(void)
+{
+    unsigned int i;
+
+    for (i = 0; i < G_N_ELEMENTS(iothread_sets); i++) {
+        iothread_batch();
+    }
+    /*
+     * Moving the disk to the main loop: xen-block cannot follow a new
+     * AioContext, so QEMU must refuse (and stay as it was), not crash.
+     */
+    if (qmp_exec("{\"execute\":\"x-blockdev-set-iothread\",\"arguments\":"
+                 "{\"node-name\":\"" FMT_NODE "\",\"iothread\":null}}\n") ==
+        1) {
+        fail("x-blockdev-set-iothread moved an attached xen-block disk");
+    }
+    iothread_batch();
+}
+
+/*
+ * The frontend closes with requests in flight (a crashing guest driver):
+ * the backend must reach Closed and connect again, and no write of the
+ * old ring may land after that. Writes that got no response leave their
+ * sectors old or new; they are rewritten through the new ring, and a
+ * late write from the old one would show in the check after.
+ */
+static void run_fault_disconnect(void)
+{
+    unsigned int i, cut = 0;
+    uint64_t s, e;
+
+    batch_begin();
+    for (i = 0; i < 6; i++) {
+        valid_run(i % 3 ? BLKIF_OP_WRITE : BLKIF_OP_READ, RUN_MAX, NULL);
+    }
+    F.execs++;
+    blkfront_raw_push(F.bf);
+    blkfront_raw_kick(F.bf);
+    g_usleep(rnd_below(400));
+    collect();
+    for (i = 0; i < F.npend; i++) {
+        Pend *p = &F.pend[i];
+
+        if (p->got) {
+            if (!status_ok(p->expect, p->status)) {
+                fail("request 0x%" PRIx64 ": status %d", p->id, p->status);
+            }
+            apply(p);
+        } else if (p->op == BLKIF_OP_WRITE) {
+            p->status = BLKIF_RSP_ERROR;    /* outcome unknown */
+            apply(p);
+            cut++;
+        } else {
+            cut++;
+        }
+    }
+    F.cut_inflight += cut;
+    if (blkfront_disconnect(F.bf, true) < 0) {
+        fail("disconnect with %u requests in flight: %s", cut,
+             strerror(errno));
+        F.ring_dead = true;
+        return;
+    }
+    F.disconnects++;
+    F.nr_ents = blkfront_info(F.bf)->ring_entries;
+    F.sring = find_sring();
+    g_free(F.snap);
+    F.snap = g_malloc0(F.nr_ents * sizeof(*F.snap));
+    /* rewrite what is unknown, then give stale writes time to land */
+    for (s = 0; s < DISK_SECTS; s = e) {
+        for (; s < DISK_SECTS && F.known[s]; s++) {
+            /* skip known sectors */
+        }
+        for (e = s; e < DISK_SECTS && !F.known[e]; e++) {
+            /* extend the unknown range */
+        }
+        if (e == s) {
+            break;
+        }
+        fill_rand(F.model + s * SECT, (e - s) * SECT);
+        memcpy(F.vbuf + s * SECT, F.model + s * SECT, (e - s) * SECT);
+        if (blkfront_io_sync(F.bf, BLKFRONT_OP_WRITE, s * SECT,
+                             F.vbuf + s * SECT, (e - s) * SECT) < 0) {
+            fail("rewrite after reconnect: %s", strerror(errno));
+            return;
+        }
+        memset(F.known + s, 1, e - s);
+    }
+    g_usleep(100 * 1000);
+}
+
 /* --- driver -------------------------------------------------------------- */
 
 static bool restart(const char *why)
@@ -1423,6 +1838,15 @@ static bool restart(const char *why)
     }
     F.ring_dead = true;
     stack_stop();
+    /* keep the dead QEMU's log: the next one starts a new file */
+    {
+        g_autofree char *log = g_build_filename(F.logdir, "qemu-dm-fuzz.log",
+                                                NULL);
+        g_autofree char *kept = g_strdup_printf("%s.%" PRIu64, log,
+                                                F.restarts);
+
+        rename(log, kept);
+    }
     return stack_start() && grant_pool() && fe_connect(0,
                                                        BLKFRONT_PROTO_NATIVE)
            && init_disk();
@@ -1478,6 +1902,10 @@ static const Case cases[] = {
     { "revoke-inflight", NULL, run_revoke },
     { "prod-overflow", NULL, run_prod_overflow },
     { "prod-backwards", NULL, run_prod_backwards },
+    { "fault-errors", NULL, run_fault_errors },
+    { "fault-resize", NULL, run_fault_resize },
+    { "fault-iothread", NULL, run_fault_iothread },
+    { "fault-disconnect", NULL, run_fault_disconnect },
 };
 
 static const char *const nego_cases[] = {
@@ -1573,10 +2001,13 @@ static void random_request(void)
     uint64_t r = rnd_below(100);
     uint64_t s;
 
-    if (r < 35) {
+    if (r < 25) {
         valid_rw(BLKIF_OP_READ, 1 + rnd_below(11), false);
-    } else if (r < 70) {
+    } else if (r < 50) {
         valid_rw(BLKIF_OP_WRITE, 1 + rnd_below(11), rnd_below(8) == 0);
+    } else if (r < 70) {
+        valid_run(r & 1 ? BLKIF_OP_WRITE : BLKIF_OP_READ,
+                  2 + rnd_below(RUN_MAX - 1), NULL);
     } else if (r < 75) {
         blkif_request_t f = { .operation = BLKIF_OP_FLUSH_DISKCACHE };
         put(&f, ST_OK);
@@ -1618,6 +2049,9 @@ static bool run_random(unsigned int iterations)
         } else if (r < 10 && enabled("revoke-inflight")) {
             F.cur = "revoke-inflight";
             run_revoke();
+        } else if (r < 11 && enabled("fault-disconnect")) {
+            F.cur = "fault-disconnect";
+            run_fault_disconnect();
         } else if (r < 12) {
             static const enum blkfront_protocol pr[] = {
                 BLKFRONT_PROTO_NATIVE, BLKFRONT_PROTO_X86_32,
@@ -1641,6 +2075,9 @@ static bool run_random(unsigned int iterations)
             }
             if (!F.npend) {
                 continue;
+            }
+            if (r < 18 && enabled("fault-iothread")) {
+                F.during = iothread_change;
             }
             if (!batch_run(NULL, 0)) {
                 if (!settle()) {
@@ -1763,8 +2200,12 @@ int main(int argc, char **argv)
            PRIu64 " responses, %" PRIu64 " disk verifications, %.1f s\n",
            F.execs, F.requests, F.responses, F.verifies,
            (g_get_monotonic_time() - t0) / 1e6);
-    printf("xenblk-fuzz: ring abuse: %" PRIu64 " halted, %" PRIu64
-           " disconnected\n", F.halts, F.disconnects);
+    printf("xenblk-fuzz: ring abuse: %" PRIu64 " halted; %" PRIu64
+           " disconnects\n", F.halts, F.disconnects);
+    printf("xenblk-fuzz: faults: %" PRIu64 " requests failed by blkdebug, %"
+           PRIu64 " resizes, %" PRIu64 " IOThread changes, %" PRIu64
+           " requests cut by a disconnect\n", F.fault_errors, F.resizes,
+           F.iothread_changes, F.cut_inflight);
     printf("xenblk-fuzz: %" PRIu64 " failures, %" PRIu64 " expected "
            "failures, %" PRIu64 " crashes, %" PRIu64 " hangs, %" PRIu64
            " restarts\n", F.failures, F.xfails, F.crashes, F.hangs,

@@ -339,6 +339,7 @@ pid_t xensim_ts_qemu_start(xensim_ts *ts, uint32_t domid, const char *qemu,
     g_autofree char *dm_path = NULL;
     g_autofree char *pid_path = NULL;
     g_autofree char *pid_str = NULL;
+    g_autofree char *preload = NULL;
     pid_t pid;
 
     if (!d) {
@@ -406,7 +407,8 @@ pid_t xensim_ts_qemu_start(xensim_ts *ts, uint32_t domid, const char *qemu,
 
     env = g_environ_setenv(env, "XENSIM_DIR", ts->run_dir, TRUE);
     env = g_environ_setenv(env, "XENSTORED_PATH", ts->socket, TRUE);
-    env = g_environ_setenv(env, "LD_PRELOAD", ts->shim, TRUE);
+    preload = ts_preload(ts->shim);
+    env = g_environ_setenv(env, "LD_PRELOAD", preload, TRUE);
     /* libxl__set_qemu_env_for_xsa_180() */
     env = g_environ_setenv(env, "XEN_QEMU_CONSOLE_LIMIT", "1048576", TRUE);
 

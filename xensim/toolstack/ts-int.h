@@ -30,6 +30,15 @@ pid_t ts_spawn(char **argv, char **envp, const char *log_file,
  */
 bool ts_stop_child(pid_t pid, int *status, int timeout_ms);
 
+/*
+ * LD_PRELOAD for a process started under the shim: $XENSIM_PRELOAD (when
+ * set) ahead of @shim. A sanitizer build of xensim sets it to the ASan
+ * runtime, which must come first in a process whose own binary is not
+ * instrumented (Debian's xenstored) and be loaded before the
+ * instrumented shim in any process.
+ */
+char *ts_preload(const char *shim);
+
 /* "exited with status N" / "killed by signal N (name)". */
 char *ts_status_string(int status);
 

@@ -95,6 +95,16 @@ pid_t ts_spawn(char **argv, char **envp, const char *log_file,
     return pid;
 }
 
+char *ts_preload(const char *shim)
+{
+    const char *first = g_getenv("XENSIM_PRELOAD");
+
+    if (first && *first) {
+        return g_strdup_printf("%s %s", first, shim);
+    }
+    return g_strdup(shim);
+}
+
 bool ts_stop_child(pid_t pid, int *status, int timeout_ms)
 {
     int64_t deadline;
@@ -167,6 +177,7 @@ pid_t xensim_xenstored_start(const char *xenstored, const char *shim,
     g_autofree char *sock = g_strdup_printf("%s/socket", run_dir);
     g_autoptr(GPtrArray) args = g_ptr_array_new();
     g_auto(GStrv) env = g_get_environ();
+    g_autofree char *preload = NULL;
     int64_t deadline;
     pid_t pid;
     int st;
@@ -183,7 +194,8 @@ pid_t xensim_xenstored_start(const char *xenstored, const char *shim,
                     "no libxen shim at %s", shim);
         return -1;
     }
-    env = g_environ_setenv(env, "LD_PRELOAD", shim, TRUE);
+    preload = ts_preload(shim);
+    env = g_environ_setenv(env, "LD_PRELOAD", preload, TRUE);
     env = g_environ_setenv(env, "XENSIM_DIR", run_dir, TRUE);
     env = g_environ_setenv(env, "XENSTORED_RUNDIR", run_dir, TRUE);
     env = g_environ_setenv(env, "XENSTORED_PATH", sock, TRUE);
