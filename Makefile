@@ -23,7 +23,7 @@ export QEMU_UPSTREAM QEMU_FORK
 
 .PHONY: all help deps fetch src export check-patches build upstream fork \
 	xensim main check check-tooling check-xensim check-qtest check-asan \
-	fuzz bench \
+	check-soak soak fuzz bench \
 	bench-quick clean distclean
 
 all: build main
@@ -39,6 +39,8 @@ help:
 	@echo "make main          the main job: fio through xen-block, both arms"
 	@echo "make check         every test (tooling, xensim, qtests, integrity)"
 	@echo "make check-asan    xensim's suites and the qtests under ASan/UBSan"
+	@echo "make soak          data-integrity soak, both arms (SOAK_MINUTES=10"
+	@echo "                   per arm); make check runs 1 minute"
 	@echo "make fuzz          hostile-frontend fuzzer, both arms (long;"
 	@echo "                   FUZZ_SEED=N FUZZ_ITERATIONS=N to change)"
 	@echo "make bench         the full benchmark grid (long)"
@@ -82,7 +84,8 @@ xensim: deps
 main: build
 	@scripts/main-job.sh
 
-check: build check-tooling check-xensim check-qtest check-patches check-bench
+check: build check-tooling check-xensim check-qtest check-soak check-asan \
+	check-patches check-bench
 
 check-tooling: deps
 	@tests/tooling/run.sh
@@ -103,6 +106,15 @@ check-qtest: fork
 # any sanitizer report fails (scripts/check-asan.sh).
 check-asan: build
 	@scripts/check-asan.sh "$(FORK_PKGVERSION)" $(XEN_QTESTS)
+
+# Data-integrity soak: fio verify on three guests at once, fork and
+# upstream (scripts/soak.sh); check-soak is its one-minute run.
+SOAK_MINUTES ?= 10
+soak: build
+	@scripts/soak.sh $(SOAK_MINUTES)
+
+check-soak: build
+	@scripts/soak.sh 1
 
 # The hostile-frontend fuzzer (xensim/fuzz/): directed cases on every ring
 # ABI, then FUZZ_ITERATIONS random batches, on the fork, then on pristine
