@@ -108,13 +108,21 @@ check-asan: build
 	@scripts/check-asan.sh "$(FORK_PKGVERSION)" $(XEN_QTESTS)
 
 # Data-integrity soak: fio verify on three guests at once, fork and
-# upstream (scripts/soak.sh); check-soak is its one-minute run.
+# upstream (scripts/soak.sh); check-soak is its one-minute run, then a
+# negative control that must find mismatches.
 SOAK_MINUTES ?= 10
 soak: build
 	@scripts/soak.sh $(SOAK_MINUTES)
 
 check-soak: build
 	@scripts/soak.sh 1
+	@echo "check-soak: negative control, the host corrupts the raw images"
+	@SOAK_ARMS=fork SOAK_SECONDS=15 SOAK_CORRUPT=1 scripts/soak.sh \
+	    >$(BUILD)/soak-corrupt.log 2>&1; \
+	if grep -E 'soak: fork: .* [1-9][0-9]* mismatches' \
+	    $(BUILD)/soak-corrupt.log; then :; else \
+	    echo "check-soak: corruption went unseen"; \
+	    cat $(BUILD)/soak-corrupt.log; exit 1; fi
 
 # The hostile-frontend fuzzer (xensim/fuzz/): directed cases on every ring
 # ABI, then FUZZ_ITERATIONS random batches, on the fork, then on pristine
