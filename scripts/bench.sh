@@ -330,6 +330,26 @@ run_xen() {
     die "arm $a keeps dying in $id"
 }
 
+# stop_sessions: quit this repeat's sessions and reap each one. A session
+# still there after 60 s is sent SIGTERM (`xensim run` tears its host
+# down on it): a bare `wait` here once hung a full grid for good.
+stop_sessions() {
+    local s a i
+    for s in "${sessions[@]}"; do send "$s" quit || true; done
+    for a in "${arms[@]}"; do
+        for i in $(seq 600); do
+            kill -0 "${sess_pid[$a]}" 2>/dev/null || break
+            sleep 0.1
+        done
+        if kill -0 "${sess_pid[$a]}" 2>/dev/null; then
+            log "bench: WARNING: session of arm $a did not quit; stopping it"
+            kill "${sess_pid[$a]}" 2>/dev/null || true
+        fi
+        wait "${sess_pid[$a]}" 2>/dev/null || true
+    done
+    sessions=()
+}
+
 # run_ref DIR ID BACKEND ARGS: fio on the host, same store, no Xen
 run_ref() {
     local dir=$1 id=$2 backend=$3 args=$4
@@ -403,9 +423,7 @@ for ((r = 1; r <= repeats; r++)); do
                 "$bs" "$qd" "$rw" "$line")"
         done
     done
-    for s in "${sessions[@]}"; do send "$s" quit || true; done
-    wait || true
-    sessions=()
+    stop_sessions
 done
 uptime > "$meta/uptime-end.txt"
 
