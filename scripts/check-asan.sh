@@ -46,6 +46,9 @@ mkdir -p "$reports"
 # libasan. XENSIM_PRELOAD puts the ASan runtime first in processes whose
 # binary is not instrumented but load the instrumented shim or fio engine
 # (Debian's xenstored, fio).
+# max_allocation_size_mb: a runaway allocation is an ASan error (the
+# fuzzer's RLIMIT_AS cap cannot be used with ASan's shadow memory).
+asan_opts=verify_asan_link_order=0:detect_leaks=1:max_allocation_size_mb=2048
 export LSAN_OPTIONS="suppressions=$top/scripts/lsan.supp:print_suppressions=0"
 XENSIM_PRELOAD=$(gcc -print-file-name=libasan.so)
 export XENSIM_PRELOAD
@@ -65,7 +68,7 @@ phase() {
     touch "$d/.start"
     phases+=("$name")
     echo "== check-asan: $name"
-    ASAN_OPTIONS="verify_asan_link_order=0:detect_leaks=1:log_path=$d/asan" \
+    ASAN_OPTIONS="$asan_opts:log_path=$d/asan" \
     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$d/ubsan${extra:+:$extra}" \
         "$@" || rc=1
     if [ -d "$build/runs" ]; then
@@ -98,9 +101,9 @@ cp "$asan/fork/meson-logs/fork-qtests.txt" "$reports/fork-qtests/" ||
 printf '%-16s %6s %6s %6s\n' phase asan leaks ubsan
 for p in "${phases[@]}"; do
     d=$reports/$p
-    n_asan=$(grep -rhoE 'ERROR: AddressSanitizer' "$d" | wc -l)
-    n_leak=$(grep -rhoE 'ERROR: LeakSanitizer' "$d" | wc -l)
-    n_ubsan=$(grep -rhoE 'runtime error:' "$d" | wc -l)
+    n_asan=$(cat "$d"/* | grep -c 'ERROR: AddressSanitizer' || true)
+    n_leak=$(cat "$d"/* | grep -c 'ERROR: LeakSanitizer' || true)
+    n_ubsan=$(cat "$d"/* | grep -c 'runtime error:' || true)
     note=
     if [ "$p" = upstream-fuzz ]; then
         note="  (expected: crashes of the fuzzer's --xfail cases)"
