@@ -548,6 +548,14 @@ void blkfront_close(blkfront *bf)
     g_free(bf);
 }
 
+void blkfront_abandon(blkfront *bf)
+{
+    if (bf) {
+        bf->state = BF_STATE_CLOSED;
+        blkfront_close(bf);
+    }
+}
+
 const struct blkfront_info *blkfront_info(const blkfront *bf)
 {
     return &bf->info;

@@ -382,8 +382,9 @@ static void stack_stop(void)
     if (F.bf) {
         if (!F.ring_dead && qemu_alive()) {
             blkfront_close(F.bf);
+        } else {
+            blkfront_abandon(F.bf);     /* the host goes away */
         }
-        /* else: leak it, the host goes away */
         F.bf = NULL;
     }
     g_free(F.snap);
@@ -2229,6 +2230,7 @@ int main(int argc, char **argv)
         }
     }
     printf("xenblk-fuzz: seed %" PRIu64 "\n", F.seed);
+    fflush(stdout);     /* LeakSanitizer may _exit() after main */
     if (F.failures == 0) {
         g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", F.tmpdir);
 

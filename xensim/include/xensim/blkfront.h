@@ -125,6 +125,13 @@ int blkfront_disconnect(blkfront *bf, bool reconnect);
 /* Disconnect (not reconnecting) if connected, and free; NULL accepted. */
 void blkfront_close(blkfront *bf);
 
+/*
+ * Free without a word to the backend (it died, or the host is being torn
+ * down): the ring's grants are ended (a grant still mapped is leaked, with
+ * a warning) and the ring and data grants freed. NULL accepted.
+ */
+void blkfront_abandon(blkfront *bf);
+
 const struct blkfront_info *blkfront_info(const blkfront *bf);
 const struct blkfront_stats *blkfront_stats(const blkfront *bf);
 
