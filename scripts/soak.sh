@@ -152,9 +152,10 @@ for a, g, w, v, m, e, rq, rs, ok in rows:
     print(f"{a:9} {g:5} {w / 2**30:8.2f}Gi {v / 2**30:8.2f}Gi {m:8d} {e:6d} "
           f"{rq:10d} {rs:10d}  {ok}")
     t = tot.setdefault(a, [0, 0, 0])
-    t[0] += v; t[1] += m; t[2] += e
+    t[0] += v; t[1] += m; t[2] += e != 0
 for a, (v, m, e) in tot.items():
     print(f"soak: {a}: {minutes:.2g} min x {len(rows) // len(tot)} guests, "
-          f"{v / 2**30:.2f} GiB verified, {m} mismatches, {e} errors")
+          f"{v / 2**30:.2f} GiB verified, {m} mismatches, {e} guests "
+          f"with errors")
 sys.exit(1 if bad else 0)
 PY
