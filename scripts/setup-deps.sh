@@ -10,6 +10,7 @@ PKGS=(
     libglib2.0-dev libpixman-1-dev zlib1g-dev libzstd-dev libfdt-dev
     device-tree-compiler libaio-dev liburing-dev libxen-dev
     fio e2fsprogs qemu-utils gnuplot-nox jq
+    libasan8 libubsan1
 )
 BPO_PKGS=(meson python3-pycotap)
 
