@@ -80,8 +80,7 @@ for arm in $arms; do
         ( timeout -k 30 $((seconds + 300)) \
             "$cli" run --qemu "$q" --disk "$img" --format "${g_format[$g]}" \
                 --mem 192 --log-dir "$d/logs" ${qemu_args[$arm]} \
-                -- env LD_PRELOAD="${XENSIM_PRELOAD:-}" \
-                XENBLK_STATS="$d/stats.json" \
+                -- env XENBLK_STATS="$d/stats.json" \
                 "$fio" --name="$g" --ioengine=external:"$engine" \
                 --direct=1 ${g_fio[$g]} --offset=64M --size=128M \
                 --bssplit=512/10:4k/20:64k/20:1m/30:4m/20 --iodepth=32 \

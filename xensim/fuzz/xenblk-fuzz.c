@@ -251,24 +251,35 @@ static bool qmp_line(char **line, int timeout_ms)
     }
 }
 
-/* Send @cmd and wait for its "return" (events are skipped). */
-static bool qmp_cmd(const char *cmd, int timeout_ms)
+/*
+ * Send @cmd and wait for its answer (events are skipped): 1 "return",
+ * 0 "error" (logged), -1 no answer in @timeout_ms.
+ */
+static int qmp_send(const char *cmd, int timeout_ms)
 {
     char *line;
 
     if (F.qmp < 0 || write(F.qmp, cmd, strlen(cmd)) != (ssize_t)strlen(cmd)) {
-        return false;
+        return -1;
     }
     while (qmp_line(&line, timeout_ms)) {
-        bool ret = strstr(line, "\"return\"") != NULL;
-        bool err = strstr(line, "\"error\"") != NULL;
+        int r = strstr(line, "\"return\"") ? 1 :
+                strstr(line, "\"error\"") ? 0 : -1;
 
+        if (r == 0) {
+            fprintf(stderr, "xenblk-fuzz: [%s] QMP error: %s", F.cur, line);
+        }
         g_free(line);
-        if (ret || err) {
-            return ret;
+        if (r >= 0) {
+            return r;
         }
     }
-    return false;
+    return -1;
+}
+
+static bool qmp_cmd(const char *cmd, int timeout_ms)
+{
+    return qmp_send(cmd, timeout_ms) == 1;
 }
 
 static bool qmp_open(void)
@@ -419,6 +430,18 @@ static uint8_t *find_sring(void)
     return xensim_domu_page(F.dom, xensim_domu_gnttab(F.dom)[ref].frame);
 }
 
+/* Take up the ring of a new connection of F.bf (connect or reconnect). */
+static bool ring_adopt(void)
+{
+    F.order = blkfront_info(F.bf)->ring_order;
+    F.nr_ents = blkfront_info(F.bf)->ring_entries;
+    F.sring = find_sring();
+    g_free(F.snap);
+    F.snap = g_malloc0(F.nr_ents * sizeof(*F.snap));
+    F.ring_dead = false;
+    return F.sring != NULL;
+}
+
 static bool fe_connect(int order, enum blkfront_protocol proto)
 {
     struct blkfront_opts o = { .devid = F.devid, .ring_order = order,
@@ -429,15 +452,9 @@ static bool fe_connect(int order, enum blkfront_protocol proto)
         fail("blkfront_connect: %s", strerror(errno));
         return false;
     }
-    F.order = blkfront_info(F.bf)->ring_order;
     F.proto = proto;
-    F.nr_ents = blkfront_info(F.bf)->ring_entries;
     F.slot_size = proto == BLKFRONT_PROTO_X86_32 ? 108 : 112;
-    F.sring = find_sring();
-    g_free(F.snap);
-    F.snap = g_malloc0(F.nr_ents * sizeof(*F.snap));
-    F.ring_dead = false;
-    return F.sring != NULL;
+    return ring_adopt();
 }
 
 /* Grant the data pool to dom0 (writable) and the odd pages. */
@@ -1510,33 +1527,17 @@ out:
 #define FMT_NODE "xvda-raw"
 #define GROW_BYTES (1ull << 20)
 
-/* QMP: 1 "return", 0 "error", -1 no answer. */
+/* qmp_send() of a formatted command, 10 s to answer. */
 static int qmp_exec(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int qmp_exec(const char *fmt, ...)
 {
     g_autofree char *cmd = NULL;
     va_list ap;
-    char *line;
 
     va_start(ap, fmt);
     cmd = g_strdup_vprintf(fmt, ap);
     va_end(ap);
-    if (F.qmp < 0 || write(F.qmp, cmd, strlen(cmd)) != (ssize_t)strlen(cmd)) {
-        return -1;
-    }
-    while (qmp_line(&line, 10000)) {
-        int r = strstr(line, "\"return\"") ? 1 :
-                strstr(line, "\"error\"") ? 0 : -2;
-
-        if (r == 0) {
-            fprintf(stderr, "xenblk-fuzz: [%s] QMP error: %s", F.cur, line);
-        }
-        g_free(line);
-        if (r >= 0) {
-            return r;
-        }
-    }
-    return -1;
+    return qmp_send(cmd, 10000);
 }
 
 static bool reopen_file(const char *node)
@@ -1798,10 +1799,7 @@ static void run_fault_disconnect(void)
         return;
     }
     F.disconnects++;
-    F.nr_ents = blkfront_info(F.bf)->ring_entries;
-    F.sring = find_sring();
-    g_free(F.snap);
-    F.snap = g_malloc0(F.nr_ents * sizeof(*F.snap));
+    ring_adopt();
     /* rewrite what is unknown, then give stale writes time to land */
     for (s = 0; s < DISK_SECTS; s = e) {
         for (; s < DISK_SECTS && F.known[s]; s++) {
@@ -1871,11 +1869,7 @@ static bool settle(void)
             return qemu_alive() ? restart("could not reconnect")
                                 : restart("died");
         }
-        F.nr_ents = blkfront_info(F.bf)->ring_entries;
-        F.sring = find_sring();
-        g_free(F.snap);
-        F.snap = g_malloc0(F.nr_ents * sizeof(*F.snap));
-        F.ring_dead = false;
+        ring_adopt();
     }
     verify_disk();
     return qemu_alive() || restart("died");
