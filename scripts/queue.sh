@@ -74,6 +74,15 @@ cmd_src() {
     mkdir -p "$stage"
     cp -a "$pristine/." "$stage/"
     git -C "$stage" init -q -b base
+    # No automatic gc, ever, in build/src (and its worktrees, which share
+    # this config): the base commit leaves ~10,000 loose objects, so every
+    # commit or `git am` would start `git gc --auto` detached, and it raced
+    # with `rm -rf` of the tree (FORCE=1 make src: "cannot remove
+    # .git/objects: Directory not empty"). autoDetach=false too, in case
+    # someone turns gc.auto back on. `git gc` by hand still works.
+    git -C "$stage" config gc.auto 0
+    git -C "$stage" config gc.autoDetach false
+    git -C "$stage" config maintenance.auto false
     git -C "$stage" add -A -f .
     git -C "$stage" commit -q -m "QEMU $QEMU_VERSION ($QEMU_DEBVERSION orig tarball)"
     git -C "$stage" tag "$BASE_TAG"

@@ -1,6 +1,8 @@
 #!/bin/bash
 # Tests of the fork's own tooling: pinned fetch, patch-queue round trip,
 # and what the two QEMU builds must provide.
+# Usage: run.sh [TEST...]   (tampered nosource nogc roundtrip binaries;
+#                            default all)
 # Prints one line per test and a closing "N passed, N failed" line.
 set -uo pipefail
 
@@ -44,6 +46,39 @@ t_nosource() {
         nok "missing source error is clear" "$d/log"
     else
         ok "missing source gives a clear error"
+    fi
+}
+
+# build/src never runs git's automatic gc: a detached `git gc --auto` after
+# a commit or `git am` (the base commit leaves ~10,000 loose objects) raced
+# with `rm -rf` of the tree in FORCE=1 make src. Here queue.sh src makes
+# build/src from a small base with 8000 loose objects, enough that stock
+# git would gc (more than gc.auto/256 = 27 in objects/17, git's estimate).
+# gc.autoDetach=false from the environment keeps any gc in the foreground,
+# so the result is deterministic: without gc.auto=0 in build/src the base
+# commit packs the objects and this fails.
+t_nogc() {
+    local d=$work/nogc i n17 after packs
+    local -x GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=gc.autoDetach GIT_CONFIG_VALUE_0=false
+    mkdir -p "$d/build/upstream/src" "$d/patches" "$d/scripts" "$d/upstream"
+    cp "$top/scripts/queue.sh" "$top/scripts/fetch-upstream.sh" "$d/scripts/"
+    cp "$top/upstream/qemu.conf" "$d/upstream/"
+    : > "$d/patches/series"
+    for i in $(seq 8000); do echo "$i" > "$d/build/upstream/src/f$i"; done
+    if ! (cd "$d" && scripts/queue.sh src) >"$d/log" 2>&1; then
+        nok "queue.sh src on a small base" "$d/log"; return
+    fi
+    git -C "$d/build/src" gc --auto >>"$d/log" 2>&1
+    git -C "$d/build/src" maintenance run --auto >>"$d/log" 2>&1
+    n17=$(git -C "$d/build/src" rev-list --objects --all | grep -c '^17')
+    after=$(git -C "$d/build/src" count-objects | cut -d' ' -f1)
+    packs=$(git -C "$d/build/src" count-objects -v | sed -n 's/^packs: //p')
+    if [ "$n17" -le 27 ]; then
+        nok "the small base would make stock git gc ($n17 objects in objects/17)" "$d/log"
+    elif [ "$packs" != 0 ] || [ "$after" -lt 8000 ]; then
+        nok "git's auto gc never runs in build/src ($after loose objects, $packs packs)" "$d/log"
+    else
+        ok "git's auto gc never runs in build/src ($after loose objects stay)"
     fi
 }
 
@@ -112,9 +147,8 @@ t_binaries() {
     fi
 }
 
-t_tampered
-t_nosource
-t_roundtrip
-t_binaries
+for t in ${*:-tampered nosource nogc roundtrip binaries}; do
+    "t_$t"
+done
 echo "tooling: $pass passed, $fail failed"
 [ "$fail" = 0 ]
