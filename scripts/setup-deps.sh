@@ -1,12 +1,13 @@
 #!/bin/bash
 # Install everything the fork, xensim and the benchmarks need on Debian 12.
 # Idempotent: installs only what is missing, adds bookworm-backports (for
-# meson >= 1.5) and a deb-src entry only when the machine has none.
+# meson >= 1.5) and a deb-src entry (xensim/fio/get-fio-src.sh) only when
+# the machine has none, on the Debian mirror its apt sources already use.
 set -euo pipefail
 
 PKGS=(
     build-essential pkg-config git ccache ninja-build flex bison
-    python3 python3-venv xz-utils dpkg-dev ca-certificates
+    python3 python3-venv xz-utils dpkg-dev ca-certificates curl
     libglib2.0-dev libpixman-1-dev zlib1g-dev libzstd-dev libfdt-dev
     device-tree-compiler libaio-dev liburing-dev libxen-dev
     fio e2fsprogs qemu-utils gnuplot-nox jq
@@ -33,22 +34,53 @@ if have_all "${PKGS[@]}" python3-pycotap && meson_ok; then
     exit 0
 fi
 
+# The Debian mirror of the machine's apt sources (apt parses sources.list,
+# *.list and deb822 *.sources): the first whose Release file says Origin:
+# Debian (not the security archive), or, before any `apt-get update`, the
+# first that serves this machine's release. scripts/fetch-upstream.sh
+# finds its mirrors the same way.
+debian_mirror() {
+    local m codename
+    m=$(apt-get indextargets --format '$(ORIGIN)|$(LABEL)|$(REPO_URI)' 2>/dev/null |
+        awk -F'|' '$1 == "Debian" && $2 !~ /Security/ { print $3; exit }')
+    if [ -z "$m" ]; then
+        codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+        m=$(apt-get indextargets --no-release-info \
+                --format '$(RELEASE)|$(REPO_URI)' 2>/dev/null |
+            awk -F'|' -v c="$codename" \
+                'c != "" && ($1 == c || $1 == c "-updates") { print $2; exit }')
+    fi
+    echo "${m%/}"
+}
+
+mirror=
+use_mirror() {
+    [ -z "$mirror" ] || return 0
+    mirror=$(debian_mirror)
+    if [ -z "$mirror" ]; then
+        mirror=http://deb.debian.org/debian
+        echo "setup-deps: no Debian mirror in the apt sources; using $mirror"
+    fi
+}
+
 src_dir=/etc/apt/sources.list.d
 if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list $src_dir; then
-    echo "setup-deps: adding bookworm-backports (meson >= 1.5)"
-    $SUDO tee $src_dir/xenblk-backports.sources >/dev/null <<'EOF'
+    use_mirror
+    echo "setup-deps: adding bookworm-backports (meson >= 1.5) from $mirror"
+    $SUDO tee $src_dir/xenblk-backports.sources >/dev/null <<EOF
 Types: deb deb-src
-URIs: http://deb.debian.org/debian
+URIs: $mirror
 Suites: bookworm-backports
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
 fi
 if ! grep -rqsE '^(deb-src|Types:.*deb-src)' /etc/apt/sources.list $src_dir; then
-    echo "setup-deps: adding a deb-src entry (apt-get source)"
-    $SUDO tee $src_dir/xenblk-src.sources >/dev/null <<'EOF'
+    use_mirror
+    echo "setup-deps: adding a deb-src entry (apt-get source) from $mirror"
+    $SUDO tee $src_dir/xenblk-src.sources >/dev/null <<EOF
 Types: deb-src
-URIs: http://deb.debian.org/debian
+URIs: $mirror
 Suites: bookworm bookworm-updates
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Tests of the fork's own tooling: pinned fetch, patch-queue round trip,
 # and what the two QEMU builds must provide.
-# Usage: run.sh [TEST...]   (tampered nosource nogc roundtrip binaries;
+# Usage: run.sh [TEST...]   (tampered nosource routes nogc roundtrip binaries;
 #                            default all)
 # Prints one line per test and a closing "N passed, N failed" line.
 set -uo pipefail
@@ -23,10 +23,11 @@ t_tampered() {
     mkdir -p "$d/shared" "$d/dl"
     cp "$shared/$QEMU_ORIG" "$d/shared/"
     printf '\x00' | dd of="$d/shared/$QEMU_ORIG" bs=1 seek=4096 conv=notrunc status=none
-    if NO_APT_SOURCE=1 SHARED_UPSTREAM=$d/shared DL_DIR=$d/dl \
+    if NO_NETWORK=1 SHARED_UPSTREAM=$d/shared DL_DIR=$d/dl \
         "$top/scripts/fetch-upstream.sh" "$d/out" >"$d/log" 2>&1; then
         nok "tampered tarball is refused" "$d/log"
-    elif [ -e "$d/out" ] || ls "$d"/.unpack.* >/dev/null 2>&1 || [ -e "$d/dl/$QEMU_ORIG" ]; then
+    elif [ -e "$d/out" ] || ls "$d"/.unpack.* >/dev/null 2>&1 ||
+         [ -n "$(ls -A "$d/dl")" ]; then
         nok "tampered tarball leaves nothing behind" "$d/log"
     elif ! grep -q 'sha256 mismatch' "$d/log" || ! grep -q "$d/shared/$QEMU_ORIG" "$d/log"; then
         nok "tampered tarball error names the mismatch and what was tried" "$d/log"
@@ -35,17 +36,97 @@ t_tampered() {
     fi
 }
 
-# No source at all: a clear error naming every place tried.
+# No source at all: one clear error naming every place tried, where to
+# put the tarball and its sha256.
 t_nosource() {
-    local d=$work/nosource
+    local d=$work/nosource r
     mkdir -p "$d/shared" "$d/dl"
-    if NO_APT_SOURCE=1 SHARED_UPSTREAM=$d/shared DL_DIR=$d/dl \
+    if NO_NETWORK=1 SHARED_UPSTREAM=$d/shared DL_DIR=$d/dl \
         "$top/scripts/fetch-upstream.sh" "$d/out" >"$d/log" 2>&1; then
-        nok "missing source is an error" "$d/log"
-    elif ! grep -q "no verified copy" "$d/log" || [ -e "$d/out" ]; then
-        nok "missing source error is clear" "$d/log"
+        nok "missing source is an error" "$d/log"; return
+    fi
+    for r in "no verified copy" "cache .*$d/dl/$QEMU_ORIG" "archive .*NO_NETWORK" \
+             "snapshot .*NO_NETWORK" "shared .*$d/shared/$QEMU_ORIG" \
+             "put it at $d/dl/$QEMU_ORIG" "$QEMU_SHA256"; do
+        grep -q -- "$r" "$d/log" || { nok "missing source error is clear ($r)" "$d/log"; return; }
+    done
+    if [ -e "$d/out" ]; then
+        nok "missing source leaves nothing behind" "$d/log"
     else
-        ok "missing source gives a clear error"
+        ok "missing source gives one clear error (routes, where to put it, sha256)"
+    fi
+}
+
+# The network routes against a local server standing in for a Debian
+# mirror (found through apt's sources, here a private APT_CONFIG) and for
+# the snapshot archive, with a small made-up base named by QEMU_CONF.
+t_routes() {
+    local d=$work/routes v=9.9.9 orig sha1 port= pid codename ver
+    local pool=$work/routes/www/debian/pool/main/q/qemu
+    ver=1:$v+ds-1 orig=qemu_$v+ds.orig.tar.xz
+    mkdir -p "$d/tree/qemu-$v" "$pool" "$d/www/file" \
+             "$d/www/mr/package/qemu/$ver" "$d/apt/parts" "$d/apt/lists"
+    echo "made up" > "$d/tree/qemu-$v/README"
+    tar -cJf "$d/$orig" -C "$d/tree" "qemu-$v"
+    printf 'QEMU_VERSION=%s\nQEMU_DEBVERSION=%s\nQEMU_ORIG=%s\nQEMU_SHA256=%s\n' \
+        "$v" "$ver" "$orig" "$(sha256sum "$d/$orig" | cut -d' ' -f1)" > "$d/qemu.conf"
+    cp "$d/$orig" "$pool/"
+    sha1=$(sha1sum "$d/$orig" | cut -d' ' -f1)
+    cp "$d/$orig" "$d/www/file/$sha1"
+    printf '{"result":[{"hash":"0123"},{"hash":"%s"}],"fileinfo":{"0123":[{"name":"qemu_%s.dsc"}],"%s":[{"name":"%s","path":"/pool/main/q/qemu"}]}}\n' \
+        "$sha1" "$ver" "$sha1" "$orig" > "$d/www/mr/package/qemu/$ver/srcfiles"
+    python3 -u -m http.server --bind 127.0.0.1 --directory "$d/www" 0 \
+        >"$d/http.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 50); do
+        port=$(sed -n 's/.* port \([0-9]*\).*/\1/p' "$d/http.log")
+        [ -n "$port" ] && break
+        sleep 0.1
+    done
+    [ -n "$port" ] || { kill "$pid"; nok "a local HTTP server starts" "$d/http.log"; return; }
+    codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+    # The security archive is no Debian mirror for sources: never tried.
+    printf 'deb http://127.0.0.1:%s/debian-security %s-security main\n' \
+        "$port" "$codename" > "$d/apt/sources.list"
+    printf 'Types: deb deb-src\nURIs: http://127.0.0.1:%s/debian\nSuites: %s\nComponents: main\n' \
+        "$port" "$codename" > "$d/apt/parts/mirror.sources"
+    printf 'Dir::Etc::SourceList "%s";\nDir::Etc::SourceParts "%s";\nDir::State::Lists "%s";\n' \
+        "$d/apt/sources.list" "$d/apt/parts" "$d/apt/lists" > "$d/apt/apt.conf"
+    fetch() {   # NAME [VAR=VALUE...]: fetch the made-up base into $d/NAME
+        local n=$1; shift
+        env no_proxy=127.0.0.1 APT_CONFIG="$d/apt/apt.conf" QEMU_CONF="$d/qemu.conf" \
+            SNAPSHOT_URL="http://127.0.0.1:$port" SHARED_UPSTREAM="$d/none" \
+            DL_DIR="$d/$n.dl" "$@" "$top/scripts/fetch-upstream.sh" "$d/$n" >"$d/$n.log" 2>&1
+    }
+    if ! fetch archive || [ ! -f "$d/archive/README" ] ||
+       ! grep -q "from http://127.0.0.1:$port/debian/pool/main/q/qemu/$orig" "$d/archive.log" ||
+       ! cmp -s "$d/archive.dl/$orig" "$d/$orig" || grep -q security "$d/http.log"; then
+        nok "archive route: the pool of the apt sources' Debian mirror" "$d/archive.log"
+        kill "$pid"; return
+    fi
+    mv "$pool/$orig" "$d/$orig.away"
+    if ! fetch snapshot || [ ! -f "$d/snapshot/README" ] ||
+       ! grep -q "from http://127.0.0.1:$port/file/$sha1" "$d/snapshot.log" ||
+       ! grep -q "GET /debian/pool/main/q/qemu/$orig .* 404" "$d/http.log"; then
+        nok "snapshot route: the file the snapshot API names, when the mirror has none" \
+            "$d/snapshot.log"
+        kill "$pid"; return
+    fi
+    echo bad > "$pool/$orig"
+    mkdir -p "$d/shared"
+    cp "$d/$orig" "$d/shared/"
+    if ! fetch bad FETCH_ROUTES="archive shared" SHARED_UPSTREAM="$d/shared" ||
+       [ ! -f "$d/bad/README" ] || ! grep -q "$orig: sha256 mismatch" "$d/bad.log"; then
+        nok "a bad archive copy is refused and the next route taken" "$d/bad.log"
+        kill "$pid"; return
+    fi
+    kill "$pid"
+    # No network now: a verified copy in the cache is all it takes.
+    if ! fetch cached DL_DIR="$d/bad.dl" || [ ! -f "$d/cached/README" ] ||
+       grep -q "from " "$d/cached.log"; then
+        nok "a verified copy in the download cache is used first" "$d/cached.log"
+    else
+        ok "fetch routes: the apt sources' Debian mirror, snapshot, bad copy refused, cache first"
     fi
 }
 
@@ -147,7 +228,7 @@ t_binaries() {
     fi
 }
 
-for t in ${*:-tampered nosource nogc roundtrip binaries}; do
+for t in ${*:-tampered nosource routes nogc roundtrip binaries}; do
     "t_$t"
 done
 echo "tooling: $pass passed, $fail failed"
