@@ -3,11 +3,16 @@
 #
 # Usage: scripts/bench.sh full|quick
 #
-#   full   bs 4k 64k 256k 1m 4m x QD 1 32 x read write, 12 repeats (the
-#          first discarded), ramp 0.2 s + 0.7 s per fio run (see below)
-#   quick  bs 4k 1m x QD 1 32 x read write, 3 repeats (the first
-#          discarded), 1 s per fio run; CI runs it to prove the pipeline,
-#          it asserts files and sane values, never speed
+#   full   sequential: bs 4k 64k 256k 1m 4m x QD 1 32 x read write;
+#          random: bs 4k 64k x QD 1 16 32 x randread randwrite randrw
+#          (70/30); 12 repeats (the first discarded), ramp 0.2 s + 0.7 s
+#          per fio run (see below)
+#   quick  sequential bs 4k 1m x QD 1 32 x read write, random 4k QD 16
+#          x randread randwrite randrw, 3 repeats (the first discarded),
+#          1 s per fio run; CI runs it to prove the pipeline: it asserts
+#          files and sane values, and trips (a coarse guard on a noisy
+#          machine, not a speed test) when a random cell of the fork
+#          falls below 0.90 of upstream
 #
 # The method is the seeds' (docs/benchmarks.rst): every cell is a ratio
 # arm/upstream per repeat, and the median of those ratios over the kept
@@ -45,7 +50,8 @@
 # Output: build/bench/<timestamp>/ (or $BENCH_OUT): raw/ (every run's
 # files), meta/, results.json, results.md, chart.png. Overrides:
 # BENCH_REPEATS, BENCH_RAMP, BENCH_RUNTIME, BENCH_BS, BENCH_QD, BENCH_RW,
-# BENCH_ARMS (subset, upstream always included), BENCH_POLL_NS.
+# BENCH_RAND_BS, BENCH_RAND_QD, BENCH_RAND_RW (an empty list leaves that
+# grid out), BENCH_ARMS (subset, upstream always included), BENCH_POLL_NS.
 set -euo pipefail
 
 # The whole script is one brace group, parsed before it runs: editing this
@@ -55,10 +61,14 @@ mode=${1:-}
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build
 here=$top/scripts/bench
+. "$top/upstream/qemu.conf"
+base_tag=base/$QEMU_VERSION
 
 case $mode in
 full)
-    bs_list=${BENCH_BS:-"4k 64k 256k 1m 4m"}
+    bs_list=${BENCH_BS-"4k 64k 256k 1m 4m"}
+    rand_bs_list=${BENCH_RAND_BS-"4k 64k"}
+    rand_qd_list=${BENCH_RAND_QD-"1 16 32"}
     repeats=${BENCH_REPEATS:-12}
     # 2400 fio runs (20 cells x 2 backends x 5 arms x 12). A guest run
     # costs its ramp + runtime plus ~0.8 s (fio start, blkfront
@@ -70,7 +80,9 @@ full)
     runtime=${BENCH_RUNTIME:-700ms}
     ;;
 quick)
-    bs_list=${BENCH_BS:-"4k 1m"}
+    bs_list=${BENCH_BS-"4k 1m"}
+    rand_bs_list=${BENCH_RAND_BS-"4k"}
+    rand_qd_list=${BENCH_RAND_QD-"16"}
     repeats=${BENCH_REPEATS:-3}
     # 240 runs; 1 s each keeps it at ~7-8 minutes (2 s: ~12)
     ramp=${BENCH_RAMP:-0}
@@ -81,8 +93,9 @@ quick)
     exit 2
     ;;
 esac
-qd_list=${BENCH_QD:-"1 32"}
-rw_list=${BENCH_RW:-"read write"}
+qd_list=${BENCH_QD-"1 32"}
+rw_list=${BENCH_RW-"read write"}
+rand_rw_list=${BENCH_RAND_RW-"randread randwrite randrw"}
 poll_ns=${BENCH_POLL_NS:-8000000}        # the seed's poll-max-ns (8 ms)
 qemu_cpu=${BENCH_QEMU_CPU:-1}
 guest_cpu=${BENCH_GUEST_CPU:-0}
@@ -119,7 +132,7 @@ die() { log "bench: $*"; exit 1; }
 # Commit of build/src that ends with patch number $1: the n-th commit after
 # the base tag (build/src is the series applied as commits, in order).
 series_commit() {
-    git -C "$build/src" rev-list --reverse base/10.2.2..HEAD | sed -n "${1}p"
+    git -C "$build/src" rev-list --reverse "$base_tag..HEAD" | sed -n "${1}p"
 }
 
 # build_arm NAME DIR N: QEMU with patches 0001..N in build/arms/DIR/obj, from
@@ -132,6 +145,11 @@ build_arm() {
     [ -d "$build/src/.git" ] || die "no build/src (make src)"
     commit=$(series_commit "$n")
     [ -n "$commit" ] || die "build/src has fewer than $n patches"
+    # build/src made again (make src) leaves the old worktree dangling
+    if [ -d "$wt" ] && ! git -C "$wt" rev-parse -q HEAD >/dev/null 2>&1; then
+        rm -rf "$wt"
+        git -C "$build/src" worktree prune
+    fi
     if [ ! -d "$wt" ]; then
         mkdir -p "$build/arms/$dir"
         git -C "$build/src" worktree add --detach "$wt" "$commit" >/dev/null
@@ -184,11 +202,11 @@ for a in "${arms[@]}"; do
 done
 for d in notify notify-poll; do
     if [ -d "$build/arms/$d/src" ]; then
-        git -C "$build/arms/$d/src" log --oneline base/10.2.2..HEAD \
+        git -C "$build/arms/$d/src" log --oneline "$base_tag..HEAD" \
             > "$meta/series-$d.txt" 2>/dev/null || true
     fi
 done
-git -C "$build/src" log --oneline base/10.2.2..HEAD \
+git -C "$build/src" log --oneline "$base_tag..HEAD" \
     > "$meta/series-fork.txt" 2>/dev/null || true
 
 # --- Backing store ---------------------------------------------------------
@@ -240,7 +258,9 @@ arm_args() {
 
 {
     echo "mode=$mode repeats=$repeats ramp=$ramp runtime=$runtime"
-    echo "bs=$bs_list qd=$qd_list rw=$rw_list poll_ns=$poll_ns"
+    echo "bs=$bs_list qd=$qd_list rw=$rw_list poll_ns=$poll_ns" \
+         "rand_bs=${rand_bs_list// /,} rand_qd=${rand_qd_list// /,}" \
+         "rand_rw=${rand_rw_list// /,}"
     echo "qemu_cpu=$qemu_cpu guest_cpu=$guest_cpu ring_order=$ring_order"
     for a in "${arms[@]}"; do
         printf 'arm %s: taskset -c %s %s run' "$a" "$qemu_cpu" "$xensim"
@@ -292,9 +312,12 @@ send() {
 }
 # fio job options of one cell (shared by the guest and the reference)
 cell_args() {
-    local bs=$1 qd=$2 rw=$3
+    local bs=$1 qd=$2 rw=$3 mix=""
+    # randrw is the 70/30 mix databases are measured with; the random
+    # offsets come from fio's default seed, the same sequence on every arm
+    [ "$rw" = randrw ] && mix=" --rwmixread=70"
     echo "--name=cell --rw=$rw --bs=$bs --iodepth=$qd --direct=1" \
-         "--time_based --ramp_time=$ramp --runtime=$runtime"
+         "--time_based --ramp_time=$ramp --runtime=$runtime$mix"
 }
 
 # run_xen ARM SDIR ID DEVID ARGS: one fio run in a session; waits for it.
@@ -380,11 +403,18 @@ for qd in $qd_list; do
         done
     done
 done
+for qd in $rand_qd_list; do
+    for bs in $rand_bs_list; do
+        for rw in $rand_rw_list; do
+            cells+=("$bs:$qd:$rw")
+        done
+    done
+done
 all=("${arms[@]}" reference)
 ncells=${#cells[@]}
 log "bench: $mode grid, ${#cells[@]} cells x 2 backends x ${#all[@]} arms" \
     "x $repeats repeats -> $out"
-log "bench: sequential I/O (rw=read/write), direct=1, QEMU on CPU" \
+log "bench: sequential and random I/O, direct=1, QEMU on CPU" \
     "$qemu_cpu, guest fio on CPU $guest_cpu"
 t0=$(date +%s)
 

@@ -87,6 +87,9 @@ phase fork-fuzz "" "${mt[@]}" fuzz-fork --logbase fork-fuzz
 phase fork-qtests "" env -C "$asan/fork" PATH="$build/tools/path" \
     meson test --no-rebuild --print-errorlogs --timeout-multiplier 3 \
     --logbase fork-qtests "${qtests[@]/#/qtest-i386/}"
+# Drains under guest I/O (scripts/mirror-loop.sh), with the plain xensim
+phase fork-mirror "" env QEMU_FORK="$asan/fork/qemu-system-i386" \
+    MIRROR_LOOPS=1 "$top/scripts/mirror-loop.sh" fork
 for f in upstream-suites upstream-fuzz fork-integrity fork-fuzz; do
     cp "$asan/xensim/meson-logs/$f.txt" "$reports/$f/" 2>/dev/null || true
 done

@@ -46,7 +46,16 @@ BACKEND_DESC = {
 }
 IOTHREAD = {"file": "xvda", "null": "iot0"}
 BS_ORDER = ["4k", "64k", "256k", "1m", "4m"]
-RUN_RE = re.compile(r"^(file|null)-([0-9]+[kmg]?)-qd([0-9]+)-(read|write)$")
+SEQ_RW = ["read", "write"]
+RAND_RW = ["randread", "randwrite", "randrw"]
+RW_LABEL = {"read": "R", "write": "W", "randread": "rR", "randwrite": "rW",
+            "randrw": "rRW"}
+RUN_RE = re.compile(r"^(file|null)-([0-9]+[kmg]?)-qd([0-9]+)-"
+                    r"(read|write|randread|randwrite|randrw)$")
+# The CI guard of `make bench-quick` (check()): a coarse tripwire on a
+# noisy 2-CPU machine, not a speed test. It fails when a random cell of
+# the fork falls below this fraction of upstream's IOPS.
+RANDOM_GUARD = 0.90
 
 
 def load(path):
@@ -61,7 +70,7 @@ def fio_metrics(fj):
     pct = d.get("clat_ns", {}).get("percentile", {})
     ios = job["read"]["total_ios"] + job["write"]["total_ios"]
     return {
-        "iops": d["iops"],
+        "iops": job["read"]["iops"] + job["write"]["iops"],
         "mbps": (job["read"]["bw_bytes"] + job["write"]["bw_bytes"]) / 1e6,
         "lat_p50_us": pct.get("50.000000", 0) / 1e3,
         "lat_p99_us": pct.get("99.000000", 0) / 1e3,
@@ -159,6 +168,24 @@ def median(xs):
     return statistics.median(xs) if xs else None
 
 
+def median_ci95(xs):
+    """Distribution-free 95% confidence interval of the median of xs: the
+    order statistics (k, n+1-k) with the largest k for which a
+    Binomial(n, 1/2) falls below k with probability <= 2.5%. None when n
+    is too small (n < 6) for any such k."""
+    n = len(xs)
+    xs = sorted(xs)
+    k, cdf = 0, 0.0
+    for j in range(n + 1):
+        cdf += math.comb(n, j) / 2 ** n
+        if cdf > 0.025:
+            break
+        k = j + 1
+    if k < 1:
+        return None
+    return (xs[k - 1], xs[n - k])
+
+
 def cv(xs):
     if len(xs) < 2:
         return None
@@ -208,6 +235,7 @@ def summarize(runs, discard):
                             ratios.append(a[m] / u[m])
                     s["ratio_" + m] = median(ratios)
                     s["ratio_" + m + "_cv"] = cv(ratios)
+                    s["ratio_" + m + "_ci95"] = median_ci95(ratios)
                     s["ratio_" + m + "_repeats"] = ratios
                 summary["%s/%s/%d/%s/%s" % (backend, bs, qd, rw, arm)] = s
     return summary, arms, kept
@@ -219,30 +247,33 @@ def fmt(x, nd=2):
     return "%.*f" % (nd, x)
 
 
-def fmt_cell(s):
-    if not s or s.get("ratio_mbps") is None:
+def fmt_cell(s, m="mbps"):
+    if not s or s.get("ratio_" + m) is None:
         return "n/a"
-    c = s.get("ratio_mbps_cv")
-    return "%.2f (%s)" % (s["ratio_mbps"],
-                          "cv %.0f%%" % (100 * c) if c is not None else "-")
+    c = s.get("ratio_%s_cv" % m)
+    ci = s.get("ratio_%s_ci95" % m)
+    return "%.2f (%s%s)" % (s["ratio_" + m],
+                            "cv %.0f%%" % (100 * c) if c is not None else "-",
+                            ", CI %.2f-%.2f" % tuple(ci) if ci else "")
 
 
-def table(summary, backend, arm, cells):
-    """The seeds' table: | block size | queue depth | read | write |"""
-    lines = ["| block size | queue depth | read | write |",
-             "|:-----------|------------:|-----:|------:|"]
+def table(summary, backend, arm, cells, rws=SEQ_RW, m="mbps"):
+    """The seeds' table: | block size | queue depth | read | write |, or
+    the random grid's (randread, randwrite, randrw; ratios of IOPS)"""
+    lines = ["| block size | queue depth | " + " | ".join(rws) + " |",
+             "|:-----------|------------:|" + "-----:|" * len(rws)]
     vals = []
-    rows = sorted({(bs, qd) for bs, qd, _ in cells},
+    rows = sorted({(bs, qd) for bs, qd, rw in cells if rw in rws},
                   key=lambda c: (c[1], BS_ORDER.index(c[0])
                                  if c[0] in BS_ORDER else 99))
     for bs, qd in rows:
         cols = []
-        for rw in ("read", "write"):
+        for rw in rws:
             s = summary.get("%s/%s/%d/%s/%s" % (backend, bs, qd, rw, arm))
-            cols.append(fmt_cell(s))
-            if s and s.get("ratio_mbps") is not None:
-                vals.append(s["ratio_mbps"])
-        lines.append("| %s | %d | %s | %s |" % (bs, qd, cols[0], cols[1]))
+            cols.append(fmt_cell(s, m))
+            if s and s.get("ratio_" + m) is not None:
+                vals.append(s["ratio_" + m])
+        lines.append("| %s | %d | %s |" % (bs, qd, " | ".join(cols)))
     if vals:
         lines.append("")
         lines.append("Median across the %d cells is %.2f, with %d of %d at "
@@ -268,9 +299,20 @@ def target(desc, values, ok):
                                             for lbl, v in have))
 
 
-def targets(summary, backend, arms):
+def targets(summary, backend, arms, cells):
     g = lambda *a: get(summary, backend, *a)
     out = []
+    rand = [c for c in cells if c[2] in RAND_RW]
+    if "fork" in arms and rand:
+        out.append(target(
+            "no regression (issue 19), fork: every cell's ratio >= 1.00",
+            [("%s QD%d %s" % c, g(*c, "fork", "ratio_iops" if c[2] in
+                                  RAND_RW else "ratio_mbps"))
+             for c in cells], lambda v: v >= 1.0))
+        out.append(target(
+            "random QD16/32, fork: IOPS ratio >= 1.10",
+            [("%s QD%d %s" % c, g(*c, "fork", "ratio_iops"))
+             for c in rand if c[1] >= 16], lambda v: v >= 1.10))
     for arm, patch in (("notify-only", 1), ("fork", 1), ("notify+poll", 2),
                        ("fork", 2), ("fork", 3)):
         if arm not in arms:
@@ -365,7 +407,8 @@ def write_results(out):
                .splitlines()[:3] for kv in line.split() if "=" in kv)
     res = {
         "method": {
-            "io": "sequential (fio rw=read / rw=write), direct=1, "
+            "io": "sequential (fio rw=read / rw=write) and random "
+                  "(randread / randwrite / randrw 70/30), direct=1, "
                   "ioengine xenblk (guest) / libaio or null (reference)",
             "ratio": "per repeat arm/upstream; cell = median over kept "
                      "repeats; cv = sample stdev / mean of those ratios",
@@ -396,7 +439,8 @@ def write_results(out):
     # results.md
     cpu = re.search(r"Model name:\s*(.*)", meta.get("lscpu", ""))
     md = ["# xen-block benchmark grid", "",
-          "Sequential I/O (fio rw=read and rw=write), direct=1, through the "
+          "Sequential I/O (fio rw=read and rw=write) and random I/O "
+          "(randread, randwrite, randrw 70/30), direct=1, through the "
           "xenblk fio engine in a xensim guest (blkfront, ring order %s). "
           % cfg.get("ring_order", "?") +
           "QEMU (and the simulated host) pinned to CPU %s, the guest's fio "
@@ -431,16 +475,24 @@ def write_results(out):
         md += ["- %s: %d" % (a, n) for a, n in sorted(per.items())]
         md.append("")
     md.append("Cells: median over kept repeats of the per-repeat ratio "
-              "arm/upstream on MB/s, with its coefficient of variation.")
+              "arm/upstream (MB/s for sequential cells, IOPS for random "
+              "ones), with its coefficient of variation and a "
+              "distribution-free 95% confidence interval of the median "
+              "(order statistics; shown from 6 kept repeats up).")
     for backend in BACKENDS:
         md += ["", "## Backend %s: %s" % (backend, BACKEND_DESC[backend])]
         for arm in arms:
             if arm == "upstream":
                 continue
             md += ["", "### %s / upstream" % arm, ""]
-            md += table(summary, backend, arm, cells)
+            if any(c[2] in SEQ_RW for c in cells):
+                md += ["Sequential (MB/s ratio):", ""]
+                md += table(summary, backend, arm, cells)
+            if any(c[2] in RAND_RW for c in cells):
+                md += ["", "Random (IOPS ratio; randrw is 70/30):", ""]
+                md += table(summary, backend, arm, cells, RAND_RW, "iops")
         md += ["", "### Per-patch targets (%s)" % backend, ""]
-        md += targets(summary, backend, arms)
+        md += targets(summary, backend, arms, cells)
         md += ["", "### Per-arm metrics (%s; medians over kept repeats)"
                % backend, "",
                "ctx/IO: guest (fio) context switches; kicks/IO: guest->"
@@ -458,8 +510,7 @@ def write_results(out):
     # the reference arm is left out, its ratios dwarf the others and are
     # in the tables), one panel per backend
     ratio_arms = [a for a in arms if a not in ("upstream", "reference")]
-    labels = ["%s/QD%d/%s" % (bs, qd, "R" if rw == "read" else "W")
-              for bs, qd, rw in cells]
+    labels = ["%s/QD%d/%s" % (bs, qd, RW_LABEL[rw]) for bs, qd, rw in cells]
     with open(os.path.join(out, "chart.dat"), "w") as f:
         for backend in BACKENDS:
             f.write("# backend %s: label %s\n" % (backend,
@@ -472,8 +523,9 @@ def write_results(out):
             f.write("\n\n")
     gp = ['set terminal pngcairo size 1400,900 font ",9"',
           'set output "chart.png"',
-          'set multiplot layout 2,1 title "MB/s ratio to upstream QEMU '
-          '(median of per-repeat ratios; sequential I/O, direct=1)"',
+          'set multiplot layout 2,1 title "ratio to upstream QEMU, MB/s '
+          '(sequential R/W) or IOPS (random rR/rW/rRW); median of '
+          'per-repeat ratios, direct=1"',
           'set style data histograms',
           'set style histogram clustered gap 1',
           'set style fill solid 0.8 border -1',
@@ -520,11 +572,24 @@ def check(out):
             "bad ratio " + key
         n += 1
     md = open(os.path.join(out, "results.md")).read()
-    assert "| block size | queue depth | read | write |" in md
+    assert "| block size | queue depth |" in md
     with open(os.path.join(out, "chart.png"), "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n", "chart.png is not a PNG"
     print("bench check: %d runs, %d ratios, files present: OK"
           % (len(runs), n))
+    low = []
+    for key, s in sorted(res["summary"].items()):
+        backend, bs, qd, rw, arm = key.split("/")
+        if arm == "fork" and rw in RAND_RW and \
+                s.get("ratio_iops", 1) < RANDOM_GUARD:
+            low.append("%s %s QD%s %s: %.2f" % (backend, bs, qd, rw,
+                                                s["ratio_iops"]))
+    assert not low, ("bench guard: random cells of the fork below %.2f of "
+                     "upstream's IOPS (a coarse tripwire, not a speed "
+                     "test; rerun `make bench` to measure): %s"
+                     % (RANDOM_GUARD, "; ".join(low)))
+    print("bench guard: every random cell of the fork >= %.2f of upstream"
+          % RANDOM_GUARD)
 
 
 def main():
