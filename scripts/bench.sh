@@ -218,9 +218,8 @@ cleanup() {
     for s in "${sessions[@]}"; do
         [ -p "$s/cmd" ] && send "$s" quit 2>/dev/null || true
     done
-    # our own `xensim run` children; each tears its host down on SIGTERM
-    for s in $(jobs -p); do kill "$s" 2>/dev/null || true; done
-    wait 2>/dev/null || true
+    # the sessions' `xensim run`s; each tears its host down on SIGTERM
+    for s in "${sess_pid[@]}"; do kill "$s" 2>/dev/null || true; done
     rm -f "$disk"
 }
 trap cleanup EXIT
@@ -287,15 +286,23 @@ start_session() {
     sess_starts[$sdir]=$n
     rm -f "$sdir/ready"
     mapfile -t args < <(arm_args "$a")
+    # Not our child: the session is started from a subshell that exits at
+    # once. With the sessions as children, bash once blocked for good in
+    # wait4(-1) after a command substitution whose child it had already
+    # reaped (two full grids and a quick one stalled so); liveness is
+    # checked with kill -0 instead of wait.
     (
-        export BENCH_ENGINE=$engine BENCH_GUEST_CPU=$guest_cpu
-        [ "${arm_iothread_arg[$a]}" = 1 ] ||
-            export BENCH_QOM_POLL="xvda=$poll_ns"
-        exec taskset -c "$qemu_cpu" "$xensim" run "${args[@]}" \
-            --log-dir "$sdir/xensim-logs.$n" -- "$here/guest.sh" "$sdir" \
-            > "$sdir/session.$n.log" 2>&1
-    ) &
-    sess_pid[$a]=$!
+        (
+            export BENCH_ENGINE=$engine BENCH_GUEST_CPU=$guest_cpu
+            [ "${arm_iothread_arg[$a]}" = 1 ] ||
+                export BENCH_QOM_POLL="xvda=$poll_ns"
+            exec taskset -c "$qemu_cpu" "$xensim" run "${args[@]}" \
+                --log-dir "$sdir/xensim-logs.$n" -- "$here/guest.sh" \
+                "$sdir" > "$sdir/session.$n.log" 2>&1 < /dev/null
+        ) &
+        echo $! > "$sdir/pid.$n"
+    )
+    sess_pid[$a]=$(cat "$sdir/pid.$n")
     for i in $(seq 600); do
         [ -f "$sdir/ready" ] && return 0
         kill -0 "${sess_pid[$a]}" 2>/dev/null || break
