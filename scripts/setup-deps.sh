@@ -30,7 +30,19 @@ meson_ok() {
         dpkg --compare-versions "$(meson --version)" ge 1.5
 }
 
-if have_all "${PKGS[@]}" python3-pycotap && meson_ok; then
+# A deb-src entry for this machine's release itself (bookworm, not only
+# its backports): `apt-get source fio=3.33-3` (xensim/fio/get-fio-src.sh)
+# needs one.
+release_src() {
+    local codename
+    codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+    apt-get indextargets --no-release-info \
+        --format '$(CREATED_BY)|$(RELEASE)' 2>/dev/null |
+        awk -F'|' -v c="$codename" '$1 == "Sources" && $2 == c { f = 1 }
+                                    END { exit !f }'
+}
+
+if have_all "${PKGS[@]}" python3-pycotap && meson_ok && release_src; then
     exit 0
 fi
 
@@ -68,14 +80,14 @@ if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list $src_dir; then
     use_mirror
     echo "setup-deps: adding bookworm-backports (meson >= 1.5) from $mirror"
     $SUDO tee $src_dir/xenblk-backports.sources >/dev/null <<EOF
-Types: deb deb-src
+Types: deb
 URIs: $mirror
 Suites: bookworm-backports
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
 fi
-if ! grep -rqsE '^(deb-src|Types:.*deb-src)' /etc/apt/sources.list $src_dir; then
+if ! release_src; then
     use_mirror
     echo "setup-deps: adding a deb-src entry (apt-get source) from $mirror"
     $SUDO tee $src_dir/xenblk-src.sources >/dev/null <<EOF
