@@ -78,23 +78,6 @@ for s in http https; do
     [ -z "$p" ] || [ "$p" = DIRECT ] || export "$v=$p"
 done
 
-# The Debian archive mirrors of the machine's apt sources: those whose
-# Release file says Origin: Debian (not the security archive), or, before
-# any `apt-get update`, those that serve this machine's release.
-debian_mirrors() {
-    local m codename
-    m=$(apt-get indextargets --format '$(ORIGIN)|$(LABEL)|$(REPO_URI)' 2>/dev/null |
-        awk -F'|' '$1 == "Debian" && $2 !~ /Security/ && !seen[$3]++ { print $3 }')
-    if [ -z "$m" ]; then
-        codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-        m=$(apt-get indextargets --no-release-info \
-                --format '$(RELEASE)|$(REPO_URI)' 2>/dev/null |
-            awk -F'|' -v c="$codename" \
-                'c != "" && ($1 == c || $1 == c "-updates") && !seen[$2]++ { print $2 }')
-    fi
-    echo "$m"
-}
-
 from_cache() {
     [ -f "$tarball" ] || { note cache "$tarball: not there"; return 1; }
     verify "$tarball" && return 0
@@ -106,7 +89,7 @@ from_cache() {
 
 from_archive() {
     local m url msg mirrors
-    mirrors=$(debian_mirrors)
+    mirrors=$("$top/scripts/debian-mirrors.sh")
     [ -n "$mirrors" ] ||
         { note archive "no Debian mirror in the apt sources (apt-get indextargets)"; return 1; }
     for m in $mirrors; do

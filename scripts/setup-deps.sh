@@ -46,29 +46,11 @@ if have_all "${PKGS[@]}" python3-pycotap && meson_ok && release_src; then
     exit 0
 fi
 
-# The Debian mirror of the machine's apt sources (apt parses sources.list,
-# *.list and deb822 *.sources): the first whose Release file says Origin:
-# Debian (not the security archive), or, before any `apt-get update`, the
-# first that serves this machine's release. scripts/fetch-upstream.sh
-# finds its mirrors the same way.
-debian_mirror() {
-    local m codename
-    m=$(apt-get indextargets --format '$(ORIGIN)|$(LABEL)|$(REPO_URI)' 2>/dev/null |
-        awk -F'|' '$1 == "Debian" && $2 !~ /Security/ { print $3; exit }')
-    if [ -z "$m" ]; then
-        codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-        m=$(apt-get indextargets --no-release-info \
-                --format '$(RELEASE)|$(REPO_URI)' 2>/dev/null |
-            awk -F'|' -v c="$codename" \
-                'c != "" && ($1 == c || $1 == c "-updates") { print $2; exit }')
-    fi
-    echo "${m%/}"
-}
-
 mirror=
 use_mirror() {
     [ -z "$mirror" ] || return 0
-    mirror=$(debian_mirror)
+    mirror=$("$(dirname "$0")/debian-mirrors.sh" | sed -n 1p)
+    mirror=${mirror%/}
     if [ -z "$mirror" ]; then
         mirror=http://deb.debian.org/debian
         echo "setup-deps: no Debian mirror in the apt sources; using $mirror"
