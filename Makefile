@@ -4,7 +4,16 @@
 TOP      := $(CURDIR)
 BUILD    := $(TOP)/build
 SHELL    := /bin/bash
--include upstream/qemu.conf
+
+# The QEMU base (scripts/base.sh): BASE=10.0 for the second one. QBUILD
+# holds that base's QEMU trees: build/ for the default, build/base-<BASE>/.
+BASE     ?=
+export BASE
+QBUILD   := $(shell BASE='$(BASE)' scripts/base.sh dir)
+ifeq ($(QBUILD),)
+$(error BASE=$(BASE): no such base (upstream/qemu-$(BASE).conf))
+endif
+QEMU_VERSION := $(shell BASE='$(BASE)' scripts/base.sh version)
 
 # Series version for `qemu-system-i386 --version` of the fork: bump it
 # with each release of the series; the patch count follows by itself.
@@ -12,8 +21,8 @@ SERIES_VERSION := 1
 FORK_PKGVERSION := xenblk-$(SERIES_VERSION)-$(shell \
 	cat patches/series 2>/dev/null | grep -cv '^\s*\(\#\|$$\)')p
 
-QEMU_UPSTREAM := $(BUILD)/upstream/obj/qemu-system-i386
-QEMU_FORK     := $(BUILD)/fork/qemu-system-i386
+QEMU_UPSTREAM := $(QBUILD)/upstream/obj/qemu-system-i386
+QEMU_FORK     := $(QBUILD)/fork/qemu-system-i386
 XENSIM_BUILD  := $(BUILD)/xensim
 # The series' qtests (tests/qtest/ of build/src), run on the fork
 XEN_QTESTS    := xenpv-test xen-block-notify-test xen-block-poll-test \
@@ -23,7 +32,7 @@ export QEMU_UPSTREAM QEMU_FORK
 
 .PHONY: all help deps fetch src export check-patches build upstream fork \
 	xensim main check check-tooling check-xensim check-qtest check-asan \
-	check-soak check-mirror soak fuzz bench \
+	check-soak check-mirror check-second-base soak fuzz bench \
 	bench-quick clean distclean
 
 all: build main
@@ -41,6 +50,9 @@ help:
 	@echo "make check-asan    xensim's suites and the qtests under ASan/UBSan"
 	@echo "make soak          data-integrity soak, both arms (SOAK_MINUTES=10"
 	@echo "                   per arm); make check runs 1 minute"
+	@echo "make check-second-base  the series on QEMU $(SECOND_BASE): build,"
+	@echo "                   qtests, integrity suite"
+	@echo "make BASE=10.0 ... any verb on the second base (build/base-10.0/)"
 	@echo "make check-mirror  mirror + block-job-complete under guest I/O,"
 	@echo "                   both arms (drains; MIRROR_LOOPS=N)"
 	@echo "make fuzz          hostile-frontend fuzzer, both arms (long;"
@@ -53,7 +65,7 @@ deps:
 	@scripts/setup-deps.sh
 
 fetch: deps
-	@scripts/fetch-upstream.sh $(BUILD)/upstream/src
+	@scripts/fetch-upstream.sh $(QBUILD)/upstream/src
 
 src: fetch
 	@scripts/queue.sh src
@@ -68,7 +80,7 @@ check-patches: fetch
 build: upstream fork xensim
 
 upstream: fetch
-	@scripts/build-qemu.sh $(BUILD)/upstream/src $(BUILD)/upstream/obj ""
+	@scripts/build-qemu.sh $(QBUILD)/upstream/src $(QBUILD)/upstream/obj ""
 
 # xensim first: the fork's meson finds it (pkg-config) for the qtests.
 # build/src is (re)made from patches/ when missing or when patches/ changed;
@@ -76,7 +88,7 @@ upstream: fetch
 fork: fetch xensim
 	@scripts/queue.sh sync
 	@NINJA_TARGETS="$(addprefix tests/qtest/,$(XEN_QTESTS))" \
-	    scripts/build-qemu.sh $(BUILD)/src $(BUILD)/fork "$(FORK_PKGVERSION)"
+	    scripts/build-qemu.sh $(QBUILD)/src $(QBUILD)/fork "$(FORK_PKGVERSION)"
 
 xensim: deps
 	@[ -f $(XENSIM_BUILD)/build.ninja ] || meson setup $(XENSIM_BUILD) $(TOP)
@@ -87,7 +99,7 @@ main: build
 	@scripts/main-job.sh
 
 check: build check-tooling check-xensim check-qtest check-soak check-mirror \
-	check-asan check-patches check-bench
+	check-asan check-patches check-bench check-second-base
 
 check-tooling: deps
 	@tests/tooling/run.sh
@@ -100,7 +112,7 @@ check-xensim: xensim upstream fork
 	    --print-errorlogs --suite integrity
 
 check-qtest: fork
-	@cd $(BUILD)/fork && PATH=$(BUILD)/tools/path meson test --no-rebuild \
+	@cd $(QBUILD)/fork && PATH=$(BUILD)/tools/path meson test --no-rebuild \
 	    --print-errorlogs $(addprefix qtest-i386/,$(XEN_QTESTS))
 
 # Both QEMUs and xensim built with ASan (and LeakSanitizer) and UBSan in
@@ -152,6 +164,17 @@ fuzz: xensim upstream fork
 	    --iterations $(FUZZ_ITERATIONS)
 	@$(FUZZ) --qemu $(QEMU_UPSTREAM) --seed $(FUZZ_SEED) \
 	    --iterations $(FUZZ_ITERATIONS) $(FUZZ_UPSTREAM_XFAIL)
+
+# The second base (upstream/qemu-$(SECOND_BASE).conf, patches/base-*/):
+# the series applied and built there, its qtests, and xensim's integrity
+# suite through the fork. make check runs this much of it; everything else
+# on that base is `make BASE=$(SECOND_BASE) <verb>` (check-patches, check-asan,
+# bench-quick, ...), see README.rst.
+SECOND_BASE ?= 10.0
+check-second-base: xensim
+	@$(MAKE) --no-print-directory BASE=$(SECOND_BASE) fork check-qtest
+	@QEMU_UPSTREAM=$$(BASE=$(SECOND_BASE) scripts/base.sh dir)/fork/qemu-system-i386 \
+	    meson test -C $(XENSIM_BUILD) --print-errorlogs --suite integrity
 
 bench: build
 	@scripts/bench.sh full

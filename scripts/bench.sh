@@ -22,8 +22,10 @@
 #
 # Arms (QEMU builds; all get the same command line, see "QEMU arguments"):
 #   upstream     pristine QEMU (build/upstream/obj)
-#   notify-only  patches 0001-0002 (build/arms/notify/obj)
-#   notify+poll  patches 0001-0005 (build/arms/notify-poll/obj)
+#   notify-only  the series up to deferred notification: the testbed, the
+#                stable fixes, notify (build/arms/notify/obj)
+#   notify+poll  ... up to event-channel polling and the libxl IOThread's
+#                command line (build/arms/notify-poll/obj)
 #   fork         the full series (build/fork)
 #   reference    no QEMU: fio on the host on the same backing store
 #                (libaio on the tmpfs file, fio's null engine for null-co)
@@ -61,7 +63,8 @@ mode=${1:-}
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build
 here=$top/scripts/bench
-. "$top/upstream/qemu.conf"
+. "$top/scripts/base.sh"      # BASE=X.Y: that base's trees (qb)
+qb=$qbuild
 base_tag=base/$QEMU_VERSION
 
 case $mode in
@@ -111,13 +114,13 @@ engine=$build/xensim/xensim/fio/xenblk.so
 fio=${FIO:-/usr/bin/fio}
 
 # Arms: name, QEMU binary, git commit of build/src (ablations), and whether
-# the build takes libxl's IOThread from the command line (patch 0005).
+# the build takes libxl's IOThread from the command line.
 declare -A arm_qemu arm_commit arm_iothread_arg
 all_arms=(upstream notify-only notify+poll fork)
-arm_qemu[upstream]=$build/upstream/obj/qemu-system-i386
-arm_qemu[fork]=$build/fork/qemu-system-i386
-arm_qemu[notify-only]=$build/arms/notify/obj/qemu-system-i386
-arm_qemu[notify+poll]=$build/arms/notify-poll/obj/qemu-system-i386
+arm_qemu[upstream]=$qb/upstream/obj/qemu-system-i386
+arm_qemu[fork]=$qb/fork/qemu-system-i386
+arm_qemu[notify-only]=$qb/arms/notify/obj/qemu-system-i386
+arm_qemu[notify+poll]=$qb/arms/notify-poll/obj/qemu-system-i386
 arm_iothread_arg=([upstream]=0 [notify-only]=0 [notify+poll]=1 [fork]=1)
 
 arms=()
@@ -132,29 +135,39 @@ die() { log "bench: $*"; exit 1; }
 # Commit of build/src that ends with patch number $1: the n-th commit after
 # the base tag (build/src is the series applied as commits, in order).
 series_commit() {
-    git -C "$build/src" rev-list --reverse "$base_tag..HEAD" | sed -n "${1}p"
+    git -C "$qb/src" rev-list --reverse "$base_tag..HEAD" | sed -n "${1}p"
 }
+
+# Number of the patch whose subject is $1 (arms end at a named patch, so
+# they keep their meaning when the series is reordered).
+series_number() {
+    git -C "$qb/src" log --reverse --format=%s "$base_tag..HEAD" |
+        grep -n -x -F -- "$1" | cut -d: -f1
+}
+arm_last_notify="hw/block/xen-block: notify the frontend once per batch of completions"
+arm_last_poll="hw/block/xen-block: let the command line tune a libxl disk's IOThread"
 
 # build_arm NAME DIR N: QEMU with patches 0001..N in build/arms/DIR/obj, from
 # a worktree of build/src (build/arms/DIR/src). Made once; moved to the
 # series' current commit and rebuilt (incrementally, ccache) only when the
 # tree of that prefix changed, so the arms follow the series.
 build_arm() {
-    local name=$1 dir=$2 n=$3 commit wt=$build/arms/$2/src
-    local obj=$build/arms/$2/obj stamp
-    [ -d "$build/src/.git" ] || die "no build/src (make src)"
+    local name=$1 dir=$2 n=$3 commit wt=$qb/arms/$2/src
+    local obj=$qb/arms/$2/obj stamp
+    [ -d "$qb/src/.git" ] || die "no build/src (make src)"
+    [ -n "$n" ] || die "arm $name: its last patch is not in the series"
     commit=$(series_commit "$n")
     [ -n "$commit" ] || die "build/src has fewer than $n patches"
     # build/src made again (make src) leaves the old worktree dangling
     if [ -d "$wt" ] && ! git -C "$wt" rev-parse -q HEAD >/dev/null 2>&1; then
         rm -rf "$wt"
-        git -C "$build/src" worktree prune
+        git -C "$qb/src" worktree prune
     fi
     if [ ! -d "$wt" ]; then
-        mkdir -p "$build/arms/$dir"
-        git -C "$build/src" worktree add --detach "$wt" "$commit" >/dev/null
+        mkdir -p "$qb/arms/$dir"
+        git -C "$qb/src" worktree add --detach "$wt" "$commit" >/dev/null
     elif [ "$(git -C "$wt" rev-parse 'HEAD^{tree}')" != \
-           "$(git -C "$build/src" rev-parse "$commit^{tree}")" ]; then
+           "$(git -C "$qb/src" rev-parse "$commit^{tree}")" ]; then
         git -C "$wt" checkout -q --detach "$commit"
     fi
     stamp=$(git -C "$wt" rev-parse 'HEAD^{tree}')
@@ -165,15 +178,15 @@ build_arm() {
     log "bench: building arm $name (patches 0001-$(printf %04d "$n")," \
         "$(git -C "$wt" log -1 --format=%h)) into build/arms/$dir/obj"
     "$top/scripts/build-qemu.sh" "$wt" "$obj" "xenblk-arm-$dir" \
-        > "$build/arms/$dir.build.log" 2>&1 ||
+        > "$qb/arms/$dir.build.log" 2>&1 ||
         die "build of arm $name failed, see build/arms/$dir.build.log"
     echo "$stamp" > "$obj/.arm-tree"
 }
 
 for a in "${arms[@]}"; do
     case $a in
-    notify-only) build_arm "$a" notify 2 ;;
-    notify+poll) build_arm "$a" notify-poll 5 ;;
+    notify-only) build_arm "$a" notify "$(series_number "$arm_last_notify")" ;;
+    notify+poll) build_arm "$a" notify-poll "$(series_number "$arm_last_poll")" ;;
     esac
     [ -x "${arm_qemu[$a]}" ] || die "no QEMU for arm $a: ${arm_qemu[$a]}"
 done
@@ -201,12 +214,12 @@ for a in "${arms[@]}"; do
     echo "${arm_qemu[$a]}" > "$meta/qemu-path-$a.txt"
 done
 for d in notify notify-poll; do
-    if [ -d "$build/arms/$d/src" ]; then
-        git -C "$build/arms/$d/src" log --oneline "$base_tag..HEAD" \
+    if [ -d "$qb/arms/$d/src" ]; then
+        git -C "$qb/arms/$d/src" log --oneline "$base_tag..HEAD" \
             > "$meta/series-$d.txt" 2>/dev/null || true
     fi
 done
-git -C "$build/src" log --oneline "$base_tag..HEAD" \
+git -C "$qb/src" log --oneline "$base_tag..HEAD" \
     > "$meta/series-fork.txt" 2>/dev/null || true
 
 # --- Backing store ---------------------------------------------------------
@@ -240,11 +253,12 @@ common_qemu_args=(
 )
 # libxl's disk (xvda) gets its IOThread's poll-max-ns the seed's way,
 # `-object iothread,id=xvda,poll-max-ns=N` (device_model_args_pv), on the
-# arms that have patch 0005. Upstream and notify-only make that IOThread
-# themselves and fail on a duplicate id, so they get the same setting by
-# QMP qom-set at session start. query-iothreads then shows the same
-# poll-max-ns on every arm (recorded in every run's snapshot). Without
-# patches 0003-0004 the setting has no effect: nothing polls.
+# arms that take libxl's IOThread from the command line. Upstream and
+# notify-only make that IOThread themselves and fail on a duplicate id, so
+# they get the same setting by QMP qom-set at session start.
+# query-iothreads then shows the same poll-max-ns on every arm (recorded in
+# every run's snapshot). Without the polling patches the setting has no
+# effect: nothing polls.
 arm_args() {
     local a=$1
     printf '%s\n' --qemu "${arm_qemu[$a]}" --disk "$disk" --mem "$mem_mb" \

@@ -21,7 +21,11 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-. "${QEMU_CONF:-$top/upstream/qemu.conf}"
+if [ -n "${QEMU_CONF:-}" ]; then
+    . "$QEMU_CONF"
+else
+    . "$top/scripts/base.sh"      # upstream/qemu.conf, or BASE's
+fi
 dest=${1:-}
 dl=${DL_DIR:-$top/build/dl}
 shared=${SHARED_UPSTREAM:-$(cd "$top/.." && pwd)/shared/upstream}

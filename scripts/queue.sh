@@ -10,13 +10,19 @@
 #   queue.sh sync    make build/src/ if missing, or again if patches/ changed
 #                    since (and build/src holds no work of its own).
 #   queue.sh check   checkpatch.pl on every patch, then build the tree after
-#                    each patch (bisectability) in build/check/, and run
-#                    each patch's qtests with and without it.
+#                    each patch (bisectability) in build/check/, check that
+#                    each stable fix builds on the bare base, and run each
+#                    patch's qtests with and without it.
+#
+# BASE=X.Y works on another base (scripts/base.sh): its tree is in
+# build/base-X.Y/src, and a patch that must differ there has its variant in
+# patches/base-X.Y/ under the same name. export writes a variant only for
+# a patch whose patches/ version does not give the same tree there.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-. "$top/upstream/qemu.conf"
-build=$top/build
+. "$top/scripts/base.sh"
+build=$qbuild
 srcdir=$build/src
 pristine=$build/upstream/src
 patches=$top/patches
@@ -26,6 +32,15 @@ export GIT_AUTHOR_NAME="QEMU upstream" GIT_AUTHOR_EMAIL="qemu-devel@nongnu.org"
 export GIT_COMMITTER_NAME="xenblk patch queue" GIT_COMMITTER_EMAIL="xenblk@localhost"
 export GIT_AUTHOR_DATE="2000-01-01T00:00:00Z" GIT_COMMITTER_DATE="2000-01-01T00:00:00Z"
 BASE_TAG=base/$QEMU_VERSION
+
+# The file of patch $1 on this base: its variant, if it has one
+patch_file() {
+    if [ -n "$variants" ] && [ -f "$variants/$1" ]; then
+        echo "$variants/$1"
+    else
+        echo "$patches/$1"
+    fi
+}
 
 series() {
     [ -f "$patches/series" ] || return 0
@@ -38,17 +53,28 @@ format_patches() {   # $1 = output directory
         -o "$1" "$BASE_TAG..HEAD" >/dev/null
 }
 
-# Hash of a patch set (a directory with series and *.patch)
+# Hash of a patch set (a directory with series and *.patch, and on
+# another base the variants that replace some of them)
 set_hash() {
-    (cd "$1" && cat series $(grep -v '^[[:space:]]*\(#\|$\)' series) 2>/dev/null) |
-        sha256sum | cut -d' ' -f1
+    local p
+    for p in $(cd "$1" && grep -v '^[[:space:]]*\(#\|$\)' series 2>/dev/null); do
+        if [ -n "${2:-}" ] && [ -f "$2/$p" ]; then cat "$2/$p"; else cat "$1/$p"; fi
+    done | cat "$1/series" - 2>/dev/null | sha256sum | cut -d' ' -f1
 }
 
 # The patch set build/src was made from (or last exported to)
 stamp_file() { echo "$srcdir/.git/xenblk-series"; }
 
+# build/src's HEAD when it was made from (or last exported to) patches/
+head_file() { echo "$srcdir/.git/xenblk-head"; }
+
 unexported() {       # true when build/src holds commits patches/ lacks
     [ -d "$srcdir/.git" ] || return 1
+    if [ -n "$variants" ]; then
+        [ "$(git -C "$srcdir" rev-parse HEAD)" != "$(cat "$(head_file)" 2>/dev/null)" ] ||
+            ! git -C "$srcdir" diff --quiet HEAD
+        return
+    fi
     local tmp rc=1
     tmp=$(mktemp -d)
     format_patches "$tmp"
@@ -62,8 +88,27 @@ unexported() {       # true when build/src holds commits patches/ lacks
     return $rc
 }
 
+# A variant made from an older patches/ version of its patch would drop
+# the change silently: refuse, and say which.
+stale_variants() {
+    local sum name rc=0
+    [ -n "$variants" ] && [ -d "$variants" ] || return 0
+    for name in $(cd "$variants" && ls *.patch 2>/dev/null); do
+        sum=$(sed -n "s/  $name\$//p" "$variants/FROM" 2>/dev/null)
+        if [ "$sum" != "$(sha256sum < "$patches/$name" | cut -d' ' -f1)" ]; then
+            echo "queue: patches/$name changed since its variant for $BASE" \
+                 "was made: carry the change into ${variants#"$top/"}/$name" \
+                 "(STALE_OK=1 BASE=$BASE make src applies the old one; amend" \
+                 "that commit, then BASE=$BASE make export)" >&2
+            rc=1
+        fi
+    done
+    return $rc
+}
+
 cmd_src() {
     "$top/scripts/fetch-upstream.sh" "$pristine"
+    [ -n "${STALE_OK:-}" ] || stale_variants || exit 1
     if [ -d "$srcdir" ] && [ -z "${FORCE:-}" ] && unexported; then
         echo "queue: build/src has changes or commits not in patches/;" \
              "run 'make export' first, or FORCE=1 to discard them" >&2
@@ -89,7 +134,7 @@ cmd_src() {
     git -C "$stage" checkout -q -b fork
     local p
     for p in $(series); do
-        git -C "$stage" am -q --committer-date-is-author-date "$patches/$p" || {
+        git -C "$stage" am -q --committer-date-is-author-date "$(patch_file "$p")" || {
             git -C "$stage" am --abort || true
             echo "queue: $p does not apply" >&2
             exit 1
@@ -97,14 +142,63 @@ cmd_src() {
     done
     rm -rf "$srcdir"
     mv "$stage" "$srcdir"
-    set_hash "$patches" > "$(stamp_file)"
-    echo "queue: build/src = QEMU $QEMU_VERSION + $(series | wc -l) patches"
+    set_hash "$patches" "$variants" > "$(stamp_file)"
+    git -C "$srcdir" rev-parse HEAD > "$(head_file)"
+    echo "queue: ${srcdir#"$top/"} = QEMU $QEMU_VERSION + $(series | wc -l) patches"
+}
+
+# Another base shares patches/series: each of its commits is exported as a
+# variant only when the patches/ version of that patch, applied to the
+# commit's parent, does not give the commit's tree.
+export_variants() {
+    local n=0 c name wt=$build/.export-wt
+    [ "$(git -C "$srcdir" rev-list --count "$BASE_TAG..HEAD")" = "$(series | wc -l)" ] || {
+        echo "queue: build/src of base $BASE must have one commit per patch" \
+             "of patches/series" >&2
+        exit 1
+    }
+    mkdir -p "$variants"
+    git -C "$srcdir" worktree prune
+    rm -rf "$wt"
+    git -C "$srcdir" worktree add -q --detach "$wt" "$BASE_TAG"
+    for c in $(git -C "$srcdir" rev-list --reverse "$BASE_TAG..HEAD"); do
+        n=$((n + 1))
+        name=$(series | sed -n "${n}p")
+        git -C "$wt" checkout -q --force --detach "$c~1"
+        if git -C "$wt" am -q "$patches/$name" >/dev/null 2>&1 &&
+           [ "$(git -C "$wt" rev-parse 'HEAD^{tree}')" = \
+             "$(git -C "$srcdir" rev-parse "$c^{tree}")" ]; then
+            rm -f "$variants/$name"
+        else
+            git -C "$wt" am --abort >/dev/null 2>&1 || true
+            git -C "$srcdir" -c core.abbrev=12 format-patch -q --zero-commit \
+                --no-signature --no-numbered --subject-prefix=PATCH --stdout \
+                -1 "$c" > "$wt.patch"
+            cmp -s "$wt.patch" "$variants/$name" || cp "$wt.patch" "$variants/$name"
+            rm -f "$wt.patch"
+        fi
+    done
+    git -C "$srcdir" worktree remove --force "$wt"
+    # which patches/ version each variant was made from (stale_variants)
+    (cd "$variants" && for name in *.patch; do
+        [ -e "$name" ] && echo "$(sha256sum < "$patches/$name" | cut -d' ' -f1)  $name"
+     done) > "$variants/FROM"
+    [ -s "$variants/FROM" ] || rm -f "$variants/FROM"
+    rmdir "$variants" 2>/dev/null || true
+    set_hash "$patches" "$variants" > "$(stamp_file)"
+    git -C "$srcdir" rev-parse HEAD > "$(head_file)"
+    echo "queue: exported base $BASE: $(ls "$variants"/*.patch 2>/dev/null | wc -l)" \
+         "variants in ${variants#"$top/"}"
 }
 
 cmd_export() {
     [ -d "$srcdir/.git" ] || { echo "queue: no build/src; run 'make src'" >&2; exit 1; }
     git -C "$srcdir" diff --quiet HEAD ||
         echo "queue: warning: uncommitted changes in build/src are not exported" >&2
+    if [ -n "$variants" ]; then
+        export_variants
+        return
+    fi
     local tmp
     tmp=$(mktemp -d)
     format_patches "$tmp"
@@ -121,6 +215,7 @@ cmd_export() {
     cmp -s "$tmp/series.new" "$patches/series" || cp "$tmp/series.new" "$patches/series"
     rm -rf "$tmp"
     set_hash "$patches" > "$(stamp_file)"
+    git -C "$srcdir" rev-parse HEAD > "$(head_file)"
     echo "queue: exported $(series | wc -l) patches"
 }
 
@@ -130,8 +225,18 @@ cmd_sync() {
         cmd_src
         return
     fi
-    [ "$(cat "$(stamp_file)" 2>/dev/null)" = "$(set_hash "$patches")" ] && return
+    [ "$(cat "$(stamp_file)" 2>/dev/null)" = "$(set_hash "$patches" "$variants")" ] && return
     # patches/ changed (e.g. a pull): remake build/src unless it has work
+    if [ -n "$variants" ]; then
+        if unexported; then
+            echo "queue: patches/ changed, but ${srcdir#"$top/"} has work not" \
+                 "in it; building it as it is ('BASE=$BASE make export' or" \
+                 "FORCE=1 BASE=$BASE make src)" >&2
+            return
+        fi
+        FORCE=1 cmd_src
+        return
+    fi
     tmp=$(mktemp -d)
     format_patches "$tmp"
     (cd "$tmp" && ls *.patch 2>/dev/null || true) > "$tmp/series"
@@ -152,11 +257,11 @@ cmd_check() {
     n=$(series | wc -l)
     echo "queue: checkpatch on $n patches"
     for p in $(series); do
-        if ! "$srcdir/scripts/checkpatch.pl" --no-signoff -q "$patches/$p"; then
+        if ! "$srcdir/scripts/checkpatch.pl" --no-signoff -q "$(patch_file "$p")"; then
             echo "queue: checkpatch: $p: FAILED" >&2
             rc=1
         fi
-        grep -q '^Signed-off-by:' "$patches/$p" ||
+        grep -q '^Signed-off-by:' "$(patch_file "$p")" ||
             { echo "queue: $p has no Signed-off-by" >&2; rc=1; }
     done
     [ $rc = 0 ] || exit 1
@@ -185,9 +290,98 @@ cmd_check() {
             echo "${t##*/}" >> "$build/check/bin/$i/tests"
         done
     done
-    git -C "$srcdir" worktree remove --force "$wt"
     echo "queue: $n patches pass checkpatch and build one by one"
+    check_stable "$wt"
+    git -C "$srcdir" worktree remove --force "$wt"
     check_qtests "$n"
+}
+
+# The fixes for bugs the base has are marked for qemu-stable, as a
+# maintainer sends them: "Cc: qemu-stable@nongnu.org", one more such line
+# "... # needs: <subject>" per earlier fix a backport must take too (the
+# Linux stable-kernel-rules form, with subjects, as this queue's hashes
+# change). They come first in the series, after the testbed patch their
+# qtests need. Each must apply (3-way, as git cherry-pick does) to the
+# bare base with what it needs, and build there. Tests are left out: they
+# go to stable as a set, on top of the testbed.
+stable_line() { git -C "$srcdir" log -1 --format=%B "$1" | grep '^Cc: qemu-stable@nongnu.org'; }
+
+stable_needs() {     # commit -> the commits it needs, nearest first
+    local c s
+    for s in $(stable_line "$1" | sed -n 's/^.*# needs: //p' | tr ' ' '\037'); do
+        s=${s//$'\037'/ }
+        c=$(git -C "$srcdir" log --format=%H --fixed-strings --grep="$s" \
+                "$BASE_TAG..HEAD" | while read -r h; do
+                [ "$(git -C "$srcdir" log -1 --format=%s "$h")" = "$s" ] && echo "$h"
+            done)
+        [ -n "$c" ] || { echo "queue: stable prerequisite not in the series: $s" >&2; return 1; }
+        echo "$c"
+        stable_needs "$c"
+    done
+}
+
+# Compile the objects of the C files $2... change, in build/check/obj (set
+# up for work tree $1 by the bisect builds): linking is for the series.
+stable_build() {
+    local wt=$1 f objs=""
+    shift
+    for f in $(git -C "$srcdir" show --format= --name-only "$@" -- '*.c' |
+               grep -v '^tests/' | sort -u); do
+        objs="$objs $(ninja -C "$build/check/obj" -t targets all |
+                      sed -n "s|^\([^:]*\.p/${f//\//_}\.o\):.*|\1|p")"
+    done
+    [ -n "${objs// /}" ] || return 0
+    # build-qemu.sh's PATH: without bzip2, so meson wants no EDK2 blobs
+    PATH=$top/build/tools/path ninja -C "$build/check/obj" $objs >/dev/null 2>&1
+}
+
+check_stable() {
+    local wt=$1 c i=0 last_stable=0 first_other=0 need picks rc=0
+    for c in $(git -C "$srcdir" rev-list --reverse "$BASE_TAG..HEAD"); do
+        i=$((i + 1))
+        if stable_line "$c" >/dev/null; then
+            last_stable=$i
+        elif [ $i -gt 1 ] && [ $first_other = 0 ]; then
+            first_other=$i
+        fi
+    done
+    if [ $first_other != 0 ] && [ $first_other -lt $last_stable ]; then
+        echo "queue: patch $first_other is no stable fix but comes before" \
+             "stable fix $last_stable: fixes go first" >&2
+        return 1
+    fi
+    for c in $(git -C "$srcdir" rev-list --reverse "$BASE_TAG..HEAD"); do
+        stable_line "$c" >/dev/null || continue
+        need=$(stable_needs "$c") || return 1
+        # the needed commits in series order, then the fix
+        picks=$(git -C "$srcdir" rev-list --reverse "$BASE_TAG..HEAD" |
+                grep -F -x -f <(echo "$need"; echo "$c") || true)
+        git -C "$wt" reset -q --hard     # drops files a pick added, too
+        git -C "$wt" checkout -q --detach "$BASE_TAG"
+        local p ok=1
+        for p in $picks; do
+            git -C "$srcdir" format-patch -1 --stdout "$p" |
+                git -C "$wt" apply -3 --exclude='tests/*' >/dev/null 2>&1 ||
+                { ok=0; break; }
+        done
+        local s
+        s=$(git -C "$srcdir" log -1 --format=%s "$c")
+        if [ $ok = 0 ]; then
+            echo "queue: stable fix does not apply to $QEMU_VERSION with" \
+                 "what it needs: $s" >&2
+            rc=1
+        elif ! stable_build "$wt" $picks; then
+            echo "queue: stable fix does not build on $QEMU_VERSION with" \
+                 "what it needs: $s" >&2
+            rc=1
+        else
+            echo "queue: stable fix applies and builds on $QEMU_VERSION" \
+                 "with $(($(echo "$picks" | wc -w) - 1)) more: $s"
+        fi
+    done
+    git -C "$wt" reset -q --hard
+    git -C "$wt" checkout -q --detach "$BASE_TAG"
+    return $rc
 }
 
 # Does qtest $2 in $1 pass against QEMU $3? Some of what a patch fixes is

@@ -40,8 +40,9 @@ declare -A qemu=(
     [fork]=${QEMU_FORK:-$top/build/fork/qemu-system-i386}
     [upstream]=${QEMU_UPSTREAM:-$top/build/upstream/obj/qemu-system-i386}
 )
-# The fork's libxl disk takes its IOThread from the command line (patch
-# 0005), as device_model_args_pv would give it; upstream makes its own
+# The fork's libxl disk takes its IOThread from the command line
+# ("let the command line tune a libxl disk's IOThread"), as
+# device_model_args_pv would give it; upstream makes its own
 # with the default poll-max-ns (32 us) and has nothing to poll with.
 declare -A qemu_args=(
     [fork]="--qemu-arg=-object --qemu-arg=iothread,id=xvda,poll-max-ns=8000000"

@@ -30,12 +30,11 @@ import sys
 
 ARMS_ORDER = ["upstream", "notify-only", "notify+poll", "fork", "reference"]
 ARM_DESC = {
-    "upstream": "pristine QEMU 10.2.2",
-    "notify-only": "patches 0001-0002 (deferred notify)",
-    "notify+poll": "patches 0001-0005 (+ event-channel polling, libxl "
-                   "IOThread)",
-    "fork": "the full series (patches/series: + request merging and "
-            "the later patches)",
+    "upstream": "pristine QEMU (the base)",
+    "notify-only": "the stable fixes and deferred notify",
+    "notify+poll": "the same + event-channel polling and the libxl "
+                   "IOThread's command line",
+    "fork": "the full series (patches/series: + request merging)",
     "reference": "fio on the host, same backing store, no Xen (libaio on "
                  "the tmpfs file; fio's null engine for null-co)",
 }

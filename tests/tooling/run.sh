@@ -142,7 +142,8 @@ t_nogc() {
     local d=$work/nogc i n17 after packs
     local -x GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=gc.autoDetach GIT_CONFIG_VALUE_0=false
     mkdir -p "$d/build/upstream/src" "$d/patches" "$d/scripts" "$d/upstream"
-    cp "$top/scripts/queue.sh" "$top/scripts/fetch-upstream.sh" "$d/scripts/"
+    cp "$top/scripts/queue.sh" "$top/scripts/fetch-upstream.sh" \
+        "$top/scripts/base.sh" "$d/scripts/"
     cp "$top/upstream/qemu.conf" "$d/upstream/"
     : > "$d/patches/series"
     for i in $(seq 8000); do echo "$i" > "$d/build/upstream/src/f$i"; done
@@ -161,6 +162,61 @@ t_nogc() {
     else
         ok "git's auto gc never runs in build/src ($after loose objects stay)"
     fi
+}
+
+# A second base (BASE=9.9 on a made-up pair of small bases): a patch that
+# applies there as it is gets no variant; one that does not gets one, and
+# only it; src applies the variant; a later change to the patches/ version
+# of a varied patch stops src there until the variant is carried along.
+t_variants() {
+    local d=$work/variants g
+    g() { git -c user.name=T -c user.email=t@t "$@"; }
+    mkdir -p "$d/build/upstream/src" "$d/build/base-9.9/upstream/src" \
+        "$d/patches" "$d/scripts" "$d/upstream"
+    cp "$top/scripts/queue.sh" "$top/scripts/fetch-upstream.sh" \
+        "$top/scripts/base.sh" "$d/scripts/"
+    cp "$top/upstream/qemu.conf" "$d/upstream/"
+    printf 'QEMU_VERSION=9.9.1\nQEMU_DEBVERSION=1:9.9.1\nQEMU_ORIG=none\nQEMU_SHA256=none\n' \
+        > "$d/upstream/qemu-9.9.conf"
+    printf 'a\nb\nc\nd\ne\n' > "$d/build/upstream/src/same"
+    printf 'a\nb\nc\nd\ne\n' > "$d/build/base-9.9/upstream/src/same"
+    printf '1\n2\n3\n4\n5\n' > "$d/build/upstream/src/moved"
+    printf '1\nTWO\n3\n4\n5\n' > "$d/build/base-9.9/upstream/src/moved"
+    : > "$d/patches/series"
+    (cd "$d" && scripts/queue.sh src &&
+        sed -i 's/^c$/C/' build/src/same && g -C build/src commit -q -a -m "same: C" \
+            -m "Signed-off-by: T <t@t>" &&
+        sed -i 's/^3$/THREE/' build/src/moved && g -C build/src commit -q -a -m "moved: 3" \
+            -m "Signed-off-by: T <t@t>" &&
+        scripts/queue.sh export) >"$d/log" 2>&1 ||
+        { nok "variants: a two-patch series on the default base" "$d/log"; return; }
+    if (cd "$d" && BASE=9.9 scripts/queue.sh src) >>"$d/log" 2>&1; then
+        nok "variants: the second patch cannot apply on 9.9 as it is" "$d/log"; return
+    fi
+    # resolve by hand, as README's "Adding a base" says
+    (cd "$d/build/base-9.9/.src.new" &&
+        printf '1\nTWO\nTHREE\n4\n5\n' > moved &&
+        g commit -q -a -m "moved: 3" -m "Signed-off-by: T <t@t>" &&
+        cd "$d" && mv build/base-9.9/.src.new build/base-9.9/src &&
+        BASE=9.9 scripts/queue.sh export) >>"$d/log" 2>&1 ||
+        { nok "variants: export of base 9.9" "$d/log"; return; }
+    if [ "$(cd "$d/patches/base-9.9" && ls)" != "$(printf '0002-moved-3.patch\nFROM')" ]; then
+        nok "variants: only the patch that differs on 9.9 gets a variant" "$d/log"; return
+    fi
+    cp -a "$d/patches" "$d/patches.1"
+    if ! (cd "$d" && FORCE=1 BASE=9.9 scripts/queue.sh src &&
+          BASE=9.9 scripts/queue.sh export) >>"$d/log" 2>&1 ||
+       ! diff -r "$d/patches.1" "$d/patches" >>"$d/log" ||
+       ! grep -q THREE "$d/build/base-9.9/src/moved"; then
+        nok "variants: src applies the variant, export gives it back unchanged" "$d/log"; return
+    fi
+    sed -i 's/^Subject: \[PATCH\] moved: 3$/Subject: [PATCH] moved: three/' \
+        "$d/patches/0002-moved-3.patch"
+    if (cd "$d" && FORCE=1 BASE=9.9 scripts/queue.sh src) >>"$d/log" 2>&1 ||
+       ! grep -q "changed since its variant" "$d/log"; then
+        nok "variants: a stale variant stops src" "$d/log"; return
+    fi
+    ok "variants: one variant where the bases differ, applied, exported, kept in step"
 }
 
 # make src && make export leaves patches/ byte-identical, for the real
@@ -228,7 +284,7 @@ t_binaries() {
     fi
 }
 
-for t in ${*:-tampered nosource routes nogc roundtrip binaries}; do
+for t in ${*:-tampered nosource routes nogc variants roundtrip binaries}; do
     "t_$t"
 done
 echo "tooling: $pass passed, $fail failed"
