@@ -73,7 +73,8 @@ src: fetch
 export:
 	@scripts/queue.sh export
 
-check-patches: fetch
+# upstream: its QEMU is the "before" of the first patch's qtest
+check-patches: upstream
 	@scripts/queue.sh sync
 	@scripts/queue.sh check
 

@@ -270,7 +270,11 @@ cmd_check() {
     local wt=$build/check/src i=0 c t tests
     rm -rf "$wt" "$build/check/bin"
     mkdir -p "$build/check/bin/0"
-    cp "$build/upstream/obj/qemu-system-i386" "$build/check/bin/0/" 2>/dev/null || true
+    # the "before" of patch 1's qtests (make upstream)
+    cp "$build/upstream/obj/qemu-system-i386" "$build/check/bin/0/" || {
+        echo "queue: no upstream QEMU $QEMU_VERSION to test patch 1 against" >&2
+        exit 1
+    }
     git -C "$srcdir" worktree prune
     git -C "$srcdir" worktree add -q --detach "$wt" "$BASE_TAG"
     for c in $(git -C "$srcdir" rev-list --reverse "$BASE_TAG..HEAD"); do
