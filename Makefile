@@ -192,8 +192,8 @@ bench-quick: build
 	@scripts/bench.sh quick
 
 clean:
-	rm -rf $(BUILD)/upstream/obj $(BUILD)/fork $(BUILD)/xensim \
-	       $(BUILD)/check $(BUILD)/tools $(BUILD)/runs
+	rm -rf $(QBUILD)/upstream/obj $(QBUILD)/fork $(QBUILD)/check \
+	       $(BUILD)/xensim $(BUILD)/tools $(BUILD)/runs
 
 distclean:
 	rm -rf $(BUILD)
