@@ -269,7 +269,7 @@ GPtrArray *xensim_ts_disk_nodes(uint32_t backend_domid, uint32_t domid,
                     "unsupported disk format '%s'", disk->format);
         return NULL;
     }
-    if (!disk->target) {
+    if (!disk->target && !disk->params && !disk->no_params) {
         g_set_error(errp, G_FILE_ERROR, G_FILE_ERROR_INVAL,
                     "disk has no target");
         return NULL;
@@ -282,7 +282,11 @@ GPtrArray *xensim_ts_disk_nodes(uint32_t backend_domid, uint32_t domid,
     /* device_disk_add(), LIBXL_DISK_BACKEND_QDISK, in libxl's order. */
 #define BACK(k, v) (back[nb].key = (k), back[nb++].value = (v))
 #define FRONT(k, v) (front[nf].key = (k), front[nf++].value = (v))
-    BACK("params", g_strdup_printf("%s:%s", prefix, disk->target));
+    if (disk->params) {
+        BACK("params", g_strdup(disk->params));
+    } else if (!disk->no_params) {
+        BACK("params", g_strdup_printf("%s:%s", prefix, disk->target));
+    }
     BACK("frontend-id", g_strdup_printf("%u", domid));
     BACK("online", g_strdup("1"));
     BACK("removable", g_strdup("0"));

@@ -77,6 +77,13 @@ typedef struct xensim_ts_disk {
     bool readonly;              /* mode "r" instead of "w" */
     bool no_discard;            /* discard-enable=0 (libxl default is 1) */
     bool direct_io_safe;        /* direct-io-safe=1 */
+    /*
+     * Bad specs, for tests: @params, if set, is written as the backend's
+     * params node verbatim ("" too) instead of "<format>:<target>", and
+     * @no_params leaves the node out. @target is then not needed.
+     */
+    const char *params;
+    bool no_params;
 } xensim_ts_disk;
 
 /* One xenstore node as libxl writes it. */
