@@ -158,7 +158,7 @@ FUZZ_ITERATIONS ?= 2000
 FUZZ            := $(XENSIM_BUILD)/xensim/fuzz/xenblk-fuzz
 FUZZ_UPSTREAM_XFAIL := --xfail sector-overflow --xfail discard-huge \
                        --xfail prod-overflow --xfail prod-backwards \
-                       --xfail fault-disconnect
+                       --xfail fault-disconnect --xfail nego-end-state
 
 fuzz: xensim upstream fork
 	@$(FUZZ) --qemu $(QEMU_FORK) --seed $(FUZZ_SEED) \

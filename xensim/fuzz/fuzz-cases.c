@@ -390,7 +390,10 @@ static void fe_rm(const char *node)
 
 /*
  * Negotiate by hand with garbage in one node: the backend must not reach
- * Connected (unless @may_connect), and must stay alive and usable.
+ * Connected (unless @may_connect), must refuse the frontend the way
+ * blkback does, with Closing (checked as the case "nego-end-state": a
+ * backend left in InitWait makes the frontend wait for ever), and must
+ * stay alive and usable.
  */
 static void garbage_negotiation(const char *name, bool may_connect)
 {
@@ -460,14 +463,21 @@ static void garbage_negotiation(const char *name, bool may_connect)
         fe_w("ring-ref", "4294967295");
     }
     fe_w("state", "3");                         /* Initialised */
-    connected = xensim_xs_wait_mask(F.xs, bstate,
-                                    1u << XenbusStateConnected, 1500,
-                                    &s) == 0;
+    xensim_xs_wait_mask(F.xs, bstate, (1u << XenbusStateConnected) |
+                        (1u << XenbusStateClosing), 1500, &s);
+    connected = s == XenbusStateConnected;
     if (!qemu_alive()) {
         return;
     }
     if (connected && !may_connect) {
         fail("backend connected to garbage negotiation");
+    }
+    g_hash_table_add(F.ran, (gpointer)"nego-end-state");
+    if (!connected && s != XenbusStateClosing) {
+        F.cur = "nego-end-state";
+        fail("%s: the backend neither connected nor refused (Closing);"
+             " it stays in state %" PRIu64, name, s);
+        F.cur = name;
     }
     /*
      * Back to a clean slate the way Linux does it, one step at a time:
