@@ -19,7 +19,8 @@ pkgversion=${1:?usage: check-asan.sh FORK_PKGVERSION QTEST...}
 shift
 qtests=("$@")
 build=$top/build
-asan=$build/asan
+. "$top/scripts/base.sh"        # BASE=X.Y: that base's trees (qbuild)
+asan=$qbuild/asan
 reports=$asan/reports
 san=(-Dasan=true -Dubsan=true)
 
@@ -33,11 +34,11 @@ if [ ! -f "$asan/xensim/build.ninja" ]; then
 fi
 ninja -C "$asan/xensim" >/dev/null
 
-"$top/scripts/build-qemu.sh" "$build/upstream/src" "$asan/upstream" "" \
+"$top/scripts/build-qemu.sh" "$qbuild/upstream/src" "$asan/upstream" "" \
     -- "${san[@]}"
 XENSIM_BUILD=$asan/xensim \
 NINJA_TARGETS="${qtests[*]/#/tests/qtest/}" \
-    "$top/scripts/build-qemu.sh" "$build/src" "$asan/fork" "$pkgversion" \
+    "$top/scripts/build-qemu.sh" "$qbuild/src" "$asan/fork" "$pkgversion" \
     -- "${san[@]}"
 
 rm -rf "$reports"
