@@ -47,10 +47,14 @@ series() {
     grep -v '^[[:space:]]*\(#\|$\)' "$patches/series" || true
 }
 
-format_patches() {   # $1 = output directory
+# git format-patch as the queue writes patches (stable, no churn)
+queue_format_patch() {
     git -C "$srcdir" -c core.abbrev=12 format-patch -q --zero-commit \
-        --no-signature --no-numbered --subject-prefix=PATCH \
-        -o "$1" "$BASE_TAG..HEAD" >/dev/null
+        --no-signature --no-numbered --subject-prefix=PATCH "$@"
+}
+
+format_patches() {   # $1 = output directory
+    queue_format_patch -o "$1" "$BASE_TAG..HEAD" >/dev/null
 }
 
 # Hash of a patch set (a directory with series and *.patch, and on
@@ -171,9 +175,7 @@ export_variants() {
             rm -f "$variants/$name"
         else
             git -C "$wt" am --abort >/dev/null 2>&1 || true
-            git -C "$srcdir" -c core.abbrev=12 format-patch -q --zero-commit \
-                --no-signature --no-numbered --subject-prefix=PATCH --stdout \
-                -1 "$c" > "$wt.patch"
+            queue_format_patch --stdout -1 "$c" > "$wt.patch"
             cmp -s "$wt.patch" "$variants/$name" || cp "$wt.patch" "$variants/$name"
             rm -f "$wt.patch"
         fi
