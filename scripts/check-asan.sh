@@ -1,7 +1,8 @@
 #!/bin/bash
 # make check-asan: pristine QEMU, the fork and xensim built with
 # AddressSanitizer (with LeakSanitizer) and UndefinedBehaviorSanitizer,
-# then xensim's suites (unit, integration, data integrity, fuzz) on both
+# then xensim's suites (unit, integration, data integrity, fuzz; the
+# disk-spec matrix on the fork) on both
 # arms and the series' qtests on the fork, under them.
 #
 # Usage: check-asan.sh FORK_PKGVERSION QTEST...
@@ -85,13 +86,14 @@ phase upstream-fuzz "$up_supp" "${mt[@]}" fuzz-upstream --logbase upstream-fuzz
 phase fork-integrity "" env QEMU_UPSTREAM="$asan/fork/qemu-system-i386" \
     "${mt[@]}" --suite integrity --logbase fork-integrity
 phase fork-fuzz "" "${mt[@]}" fuzz-fork --logbase fork-fuzz
+phase fork-specs "" "${mt[@]}" specs-fork --logbase fork-specs
 phase fork-qtests "" env -C "$asan/fork" PATH="$build/tools/path" \
     meson test --no-rebuild --print-errorlogs --timeout-multiplier 3 \
     --logbase fork-qtests "${qtests[@]/#/qtest-i386/}"
 # Drains under guest I/O (scripts/mirror-loop.sh), with the plain xensim
 phase fork-mirror "" env QEMU_FORK="$asan/fork/qemu-system-i386" \
     MIRROR_LOOPS=1 "$top/scripts/mirror-loop.sh" fork
-for f in upstream-suites upstream-fuzz fork-integrity fork-fuzz; do
+for f in upstream-suites upstream-fuzz fork-integrity fork-fuzz fork-specs; do
     cp "$asan/xensim/meson-logs/$f.txt" "$reports/$f/" 2>/dev/null || true
 done
 cp "$asan/fork/meson-logs/fork-qtests.txt" "$reports/fork-qtests/" ||

@@ -251,6 +251,9 @@ GPtrArray *xensim_ts_disk_nodes(uint32_t backend_domid, uint32_t domid,
     g_autofree char *lx = NULL;
     GPtrArray *a;
     xensim_ts_node *n;
+    bool readonly = disk->readonly || disk->cdrom;
+    bool discard = disk->discard || (!readonly && !disk->no_discard);
+    const char *devtype = disk->cdrom ? "cdrom" : "disk";
     int id;
     struct {
         const char *key;
@@ -269,7 +272,7 @@ GPtrArray *xensim_ts_disk_nodes(uint32_t backend_domid, uint32_t domid,
                     "unsupported disk format '%s'", disk->format);
         return NULL;
     }
-    if (!disk->target && !disk->params && !disk->no_params) {
+    if (!disk->target && !disk->params && !disk->no_params && !disk->cdrom) {
         g_set_error(errp, G_FILE_ERROR, G_FILE_ERROR_INVAL,
                     "disk has no target");
         return NULL;
@@ -285,26 +288,27 @@ GPtrArray *xensim_ts_disk_nodes(uint32_t backend_domid, uint32_t domid,
     if (disk->params) {
         BACK("params", g_strdup(disk->params));
     } else if (!disk->no_params) {
-        BACK("params", g_strdup_printf("%s:%s", prefix, disk->target));
+        BACK("params", g_strdup_printf("%s:%s", prefix,
+                                       disk->target ? disk->target : ""));
     }
     BACK("frontend-id", g_strdup_printf("%u", domid));
     BACK("online", g_strdup("1"));
-    BACK("removable", g_strdup("0"));
+    BACK("removable", g_strdup(disk->cdrom ? "1" : "0"));
     BACK("bootable", g_strdup("1"));
     BACK("state", g_strdup_printf("%d", XENSIM_XENBUS_INITIALISING));
     BACK("dev", g_strdup(vdev));
     BACK("type", g_strdup("qdisk"));
-    BACK("mode", g_strdup(disk->readonly ? "r" : "w"));
-    BACK("device-type", g_strdup("disk"));
+    BACK("mode", g_strdup(readonly ? "r" : "w"));
+    BACK("device-type", g_strdup(devtype));
     if (disk->direct_io_safe) {
         BACK("direct-io-safe", g_strdup("1"));
     }
-    BACK("discard-enable", g_strdup(disk->no_discard ? "0" : "1"));
+    BACK("discard-enable", g_strdup(discard ? "1" : "0"));
 
     FRONT("backend-id", g_strdup_printf("%u", backend_domid));
     FRONT("state", g_strdup_printf("%d", XENSIM_XENBUS_INITIALISING));
     FRONT("virtual-device", g_strdup_printf("%d", id));
-    FRONT("device-type", g_strdup("disk"));
+    FRONT("device-type", g_strdup(devtype));
     /* PV guest: xc_domain_get_native_protocol() of a 64-bit guest. */
     FRONT("protocol", g_strdup(XEN_IO_PROTO_ABI_X86_64));
 #undef BACK

@@ -191,6 +191,47 @@ static void test_disk_options(void)
                  "1");
 }
 
+/* libxl's defaults: discard follows access, a cdrom is removable and ro */
+static void test_disk_defaults(void)
+{
+    static const struct {
+        xensim_ts_disk disk;
+        const char *params, *mode, *devtype, *removable, *discard;
+    } t[] = {
+        { { .target = "/img/a" }, "aio:/img/a", "w", "disk", "0", "1" },
+        { { .target = "/img/a", .readonly = true },
+          "aio:/img/a", "r", "disk", "0", "0" },
+        { { .target = "/img/a", .readonly = true, .discard = true },
+          "aio:/img/a", "r", "disk", "0", "1" },
+        { { .target = "/img/a.iso", .cdrom = true },
+          "aio:/img/a.iso", "r", "cdrom", "1", "0" },
+        { { .cdrom = true }, "aio:", "r", "cdrom", "1", "0" },
+    };
+    const char *be = "/local/domain/0/backend/qdisk/1/51712";
+    const char *fe = "/local/domain/1/device/vbd/51712";
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(t); i++) {
+        g_autoptr(GPtrArray) a = NULL;
+        g_autoptr(GError) err = NULL;
+        g_autofree char *p = g_strdup_printf("%s/params", be);
+        g_autofree char *m = g_strdup_printf("%s/mode", be);
+        g_autofree char *d = g_strdup_printf("%s/device-type", be);
+        g_autofree char *fd = g_strdup_printf("%s/device-type", fe);
+        g_autofree char *r = g_strdup_printf("%s/removable", be);
+        g_autofree char *de = g_strdup_printf("%s/discard-enable", be);
+
+        a = xensim_ts_disk_nodes(0, 1, &t[i].disk, NULL, &err);
+        g_assert_no_error(err);
+        assert_value(a, p, t[i].params);
+        assert_value(a, m, t[i].mode);
+        assert_value(a, d, t[i].devtype);
+        assert_value(a, fd, t[i].devtype);
+        assert_value(a, r, t[i].removable);
+        assert_value(a, de, t[i].discard);
+    }
+}
+
 static void test_disk_invalid(void)
 {
     xensim_ts_disk bad_vdev = { .target = "/img/c", .vdev = "hda" };
@@ -251,6 +292,7 @@ int main(int argc, char **argv)
     g_test_add_func("/toolstack/nodes/format", test_format);
     g_test_add_func("/toolstack/nodes/disk", test_disk);
     g_test_add_func("/toolstack/nodes/disk-options", test_disk_options);
+    g_test_add_func("/toolstack/nodes/disk-defaults", test_disk_defaults);
     g_test_add_func("/toolstack/nodes/disk-invalid", test_disk_invalid);
     g_test_add_func("/toolstack/nodes/domain", test_domain);
     return g_test_run();

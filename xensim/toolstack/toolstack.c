@@ -305,6 +305,52 @@ bool xensim_ts_disk_add(xensim_ts *ts, uint32_t domid,
     return true;
 }
 
+bool xensim_ts_disk_remove(xensim_ts *ts, uint32_t domid, int devid,
+                           GError **errp)
+{
+    struct ts_domain *d = ts_dom(ts, domid, errp);
+    char *paths[] = {
+        xensim_ts_frontend_path(domid, devid),
+        xensim_ts_backend_path(domid, devid),
+        g_strdup_printf("/libxl/%u/device/vbd/%d", domid, devid),
+    };
+    xs_transaction_t t;
+    bool ok = d != NULL;
+    size_t i;
+    int tries = 0;
+
+again:
+    t = ok ? xs_transaction_start(ts->xsh) : XBT_NULL;
+    if (ok && t == XBT_NULL) {
+        ts_errno(errp, "xs_transaction_start");
+        ok = false;
+    }
+    for (i = 0; ok && i < G_N_ELEMENTS(paths); i++) {
+        if (!xs_rm(ts->xsh, t, paths[i]) && errno != ENOENT) {
+            ts_errno(errp, paths[i]);
+            xs_transaction_end(ts->xsh, t, true);
+            ok = false;
+        }
+    }
+    if (ok && !xs_transaction_end(ts->xsh, t, false)) {
+        if (errno == EAGAIN && ++tries < 100) {
+            goto again;
+        }
+        ts_errno(errp, "xs_transaction_end");
+        ok = false;
+    }
+    for (i = 0; i < G_N_ELEMENTS(paths); i++) {
+        g_free(paths[i]);
+    }
+    for (i = 0; ok && i < d->devids->len; i++) {
+        if (g_array_index(d->devids, int, i) == devid) {
+            g_array_remove_index(d->devids, i);
+            break;
+        }
+    }
+    return ok;
+}
+
 /*
  * Does @qemu know -vnc? libxl always passes "-vnc none" to a PV guest's
  * device model, but a QEMU configured without VNC rejects the option

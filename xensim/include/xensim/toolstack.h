@@ -74,8 +74,20 @@ typedef struct xensim_ts_disk {
     const char *target;         /* image path (libxl's pdev_path) */
     const char *format;         /* raw, qcow2, qcow, vhd, qed; NULL: raw */
     const char *vdev;           /* xvdX[N] or dXpY; NULL: xvda */
-    bool readonly;              /* mode "r" instead of "w" */
-    bool no_discard;            /* discard-enable=0 (libxl default is 1) */
+    bool readonly;              /* access=ro: mode "r" instead of "w" */
+    /*
+     * devtype=cdrom: device-type "cdrom", and as xlu_disk_parse() makes
+     * it, removable and read-only; no @target is an empty drive, which
+     * libxl writes as params "aio:".
+     */
+    bool cdrom;
+    /*
+     * discard-enable: libxl's default is on for a writable disk and off
+     * for a read-only one (libxl__device_disk_setdefault); xl's "discard"
+     * and "no-discard" force it.
+     */
+    bool discard;
+    bool no_discard;
     bool direct_io_safe;        /* direct-io-safe=1 */
     /*
      * Bad specs, for tests: @params, if set, is written as the backend's
@@ -196,6 +208,14 @@ bool xensim_ts_domain_create(xensim_ts *ts, uint32_t domid,
 bool xensim_ts_disk_add(xensim_ts *ts, uint32_t domid,
                         const xensim_ts_disk *disk, int *devid,
                         GError **errp);
+
+/*
+ * Remove disk @devid of @domid from xenstore as libxl__device_destroy()
+ * does when an attach fails or a detach completes: its frontend, backend
+ * and /libxl directories, in one transaction.
+ */
+bool xensim_ts_disk_remove(xensim_ts *ts, uint32_t domid, int devid,
+                           GError **errp);
 
 /* Backend and frontend directory of device @devid of @domid. */
 char *xensim_ts_backend_path(uint32_t domid, int devid);
