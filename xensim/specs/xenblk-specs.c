@@ -842,6 +842,112 @@ static void case_reattach(void)
     host_stop(&h);
 }
 
+/*
+ * xl block-detach with 32 writes in flight: libxl writes the backend's
+ * state Closing and online 0 (libxl__initiate_device_generic_remove) and
+ * waits for Closed. Every write must get its response before the ring
+ * goes, each one answered OKAY must be on the disk, the frontend's close
+ * must complete, and QEMU must destroy the device and go on.
+ */
+static void case_detach_inflight(void)
+{
+    g_autofree char *img = make_raw("detach.raw");
+    g_autofree char *state = NULL;
+    g_autofree char *online = NULL;
+    g_autofree uint8_t *disk = NULL;
+    xensim_ts_disk d = { .target = img, .vdev = "xvdb" };
+    struct blkfront_opts o = { .timeout_ms = WAIT_MS };
+    struct blkfront_io ios[32], *done[32];
+    struct xs_handle *xsh;
+    xs_transaction_t t;
+    unsigned int i, n = 0;
+    gsize len;
+    gint64 end;
+    blkfront *bf;
+    uint8_t *buf;
+    Host h;
+    int devid = -1;
+
+    if (!host_start(&h, DOMID, &d, &devid) || !wait_initwait(&h, devid)) {
+        goto out;
+    }
+    o.devid = devid;
+    bf = blkfront_connect(h.dom, h.xs, &o);
+    if (!bf) {
+        fail("blkfront could not connect");
+        goto out;
+    }
+    buf = blkfront_buf_alloc(bf, 32 * 4096);
+    for (i = 0; i < 32; i++) {
+        memset(buf + i * 4096, 0xa0 + i, 4096);
+        ios[i] = (struct blkfront_io) {
+            .op = BLKFRONT_OP_WRITE, .offset = (64 + i * 8) * 512,
+            .len = 4096, .buf = buf + i * 4096,
+        };
+        if (blkfront_queue(bf, &ios[i]) < 0) {
+            fail("queue: %s", g_strerror(errno));
+        }
+    }
+    blkfront_commit(bf);
+
+    xsh = xensim_ts_xs(host_ts);
+    state = be_path(&h, devid, "state");
+    online = be_path(&h, devid, "online");
+    do {
+        t = xs_transaction_start(xsh);
+        xs_write(xsh, t, state, "5", 1);
+        xs_write(xsh, t, online, "0", 1);
+    } while (!xs_transaction_end(xsh, t, false) && errno == EAGAIN);
+
+    end = g_get_monotonic_time() + WAIT_MS * 1000ll;
+    while (n < 32 && g_get_monotonic_time() < end) {
+        blkfront_wait(bf, 100);
+        n += blkfront_reap(bf, done + n, 32 - n);
+    }
+    if (n < 32) {
+        fail("%u of 32 writes in flight got no response", 32 - n);
+        blkfront_abandon(bf);
+    } else {
+        if (blkfront_disconnect(bf, false) < 0) {
+            fail("the frontend's close did not complete: %s",
+                 g_strerror(errno));
+        }
+        blkfront_close(bf);
+    }
+    if (!g_file_get_contents(img, (char **)&disk, &len, NULL)) {
+        fail("cannot read the image back");
+    }
+    for (i = 0; disk && i < n; i++) {
+        const uint8_t *p = disk + done[i]->offset;
+        uint8_t want = 0xa0 + (done[i]->offset / 512 - 64) / 8;
+
+        if (!done[i]->error && (p[0] != want || p[4095] != want)) {
+            fail("a write answered OKAY is not on the disk");
+            break;
+        }
+    }
+    /* QEMU destroys the device, as libxl waits for (its nodes go) */
+    end = g_get_monotonic_time() + WAIT_MS * 1000ll;
+    while (g_get_monotonic_time() < end) {
+        g_autofree char *v = read_node(state);
+
+        if (!v || !strcmp(v, "6")) {
+            break;
+        }
+        g_usleep(10000);
+    }
+    {
+        g_autofree char *v = read_node(state);
+
+        if (v && strcmp(v, "6")) {
+            fail("backend state %s after the detach, want Closed", v);
+        }
+    }
+    assert_first_disk(&h);
+out:
+    host_stop(&h);
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -866,6 +972,7 @@ static const struct {
     { "nbd", case_nbd },
     { "block-device", case_block_device },
     { "two-qemus", case_two_qemus },
+    { "detach-inflight", case_detach_inflight },
 };
 
 int main(int argc, char **argv)
