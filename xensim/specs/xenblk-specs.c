@@ -272,6 +272,9 @@ typedef struct Want {
     bool writable;                  /* a write succeeds */
 } Want;
 
+/* A writable disk with libxl's defaults: discard on */
+static const Want RW = { .discard = true, .writable = true };
+
 /*
  * The frontend nodes the toolstack wrote are still the toolstack's: state
  * and the rest untouched until the frontend itself writes.
@@ -497,10 +500,9 @@ static void expect_refused(Host *h, int devid, const char *good_image,
     g_autofree char *state = be_path(h, devid, "state");
     g_autofree char *v = NULL;
     int good_devid;
-    Want w = { .discard = true, .writable = true };
 
     good_devid = add_disk(h, &good);
-    expect_served(h, good_devid, NULL, "disk", &w);
+    expect_served(h, good_devid, NULL, "disk", &RW);
     v = read_node(state);
     if (v && (!strcmp(v, "2") || !strcmp(v, "4"))) {
         fail("the bad disk's backend is in state %s", v);
@@ -561,18 +563,16 @@ static void case_rw(void)
 {
     g_autofree char *img = make_raw("rw.raw");
     xensim_ts_disk d = { .target = img, .vdev = "xvdb" };
-    Want w = { .discard = true, .writable = true };
 
-    served(BOOT, &d, img, &w);
+    served(BOOT, &d, img, &RW);
 }
 
 static void case_rw_hotplug(void)
 {
     g_autofree char *img = make_raw("rw.raw");
     xensim_ts_disk d = { .target = img, .vdev = "xvdb" };
-    Want w = { .discard = true, .writable = true };
 
-    served(HOTPLUG, &d, img, &w);
+    served(HOTPLUG, &d, img, &RW);
 }
 
 /* A hot-plugged disk publishes its features before InitWait. */
@@ -580,10 +580,9 @@ static void case_initwait_features(void)
 {
     g_autofree char *img = make_raw("hot.raw");
     xensim_ts_disk d = { .target = img, .vdev = "xvdb" };
-    Want w = { .discard = true, .writable = true };
 
     S.check_order = true;
-    served(HOTPLUG, &d, img, &w);
+    served(HOTPLUG, &d, img, &RW);
     S.check_order = false;
 }
 
@@ -642,9 +641,8 @@ static void case_qcow2(void)
     g_autofree char *raw = make_raw("q.raw");
     g_autofree char *img = make_converted(raw, "qcow2");
     xensim_ts_disk d = { .target = img, .format = "qcow2", .vdev = "xvdb" };
-    Want w = { .discard = true, .writable = true };
 
-    served(BOOT, &d, img, &w);
+    served(BOOT, &d, img, &RW);
 }
 
 static void case_cdrom(void)
@@ -674,9 +672,8 @@ static void prefix(const char *fmt)
     g_autofree char *img = make_raw("prefix.raw");
     g_autofree char *params = g_strdup_printf(fmt, img);
     xensim_ts_disk d = { .params = params, .vdev = "xvdb" };
-    Want w = { .discard = true, .writable = true };
 
-    served(HOTPLUG, &d, img, &w);
+    served(HOTPLUG, &d, img, &RW);
 }
 
 static void case_prefix_raw(void)
@@ -743,10 +740,9 @@ static void case_block_device(void)
     g_strstrip(out);
     {
         xensim_ts_disk d = { .target = out, .vdev = "xvdb" };
-        Want w = { .discard = true, .writable = true };
-        const char *detach[] = { "losetup", "-d", out, NULL };
+            const char *detach[] = { "losetup", "-d", out, NULL };
 
-        served(HOTPLUG, &d, NULL, &w);
+        served(HOTPLUG, &d, NULL, &RW);
         g_spawn_sync(NULL, (char **)detach, NULL, G_SPAWN_SEARCH_PATH, NULL,
                      NULL, NULL, NULL, NULL, NULL);
     }
@@ -761,7 +757,6 @@ static void case_two_qemus(void)
 {
     g_autofree char *img = make_raw("shared.raw");
     xensim_ts_disk d = { .target = img, .vdev = "xvdb" };
-    Want w = { .discard = true, .writable = true };
     Host a, b;
     int da = -1, db = -1;
 
@@ -794,8 +789,7 @@ static void case_two_qemus(void)
         if (fb) {
             blkfront_close(fb);
         }
-        (void)w;
-        assert_first_disk(&a);
+                assert_first_disk(&a);
         assert_first_disk(&b);
     }
 out:
@@ -815,7 +809,6 @@ static void case_reattach(void)
     g_autofree char *needle = NULL;
     g_autoptr(GError) err = NULL;
     xensim_ts_disk d = { .target = img, .vdev = "xvdb" };
-    Want w = { .discard = true, .writable = true };
     gint64 end;
     Host h;
     int devid;
@@ -835,7 +828,7 @@ static void case_reattach(void)
         } else {
             made = make_raw("later.raw");
             devid = add_disk(&h, &d);
-            expect_served(&h, devid, made, "disk", &w);
+            expect_served(&h, devid, made, "disk", &RW);
             assert_first_disk(&h);
         }
     }

@@ -260,9 +260,10 @@ bool xensim_ts_wait_node(xensim_ts *ts, const char *path, const char *value,
 
 /*
  * Wait until the qdisk backend of @domid's device @devid is ready for a
- * frontend: state InitWait and, because QEMU's xen-bus announces
- * InitWait before xen-block's realize writes the disk's nodes, its last
- * node ("sectors") present too.
+ * frontend: state InitWait and, because pristine QEMU's xen-bus
+ * announces InitWait before xen-block's realize writes the disk's nodes
+ * (the fork's patch 0012 fixes that), its last node ("sectors") present
+ * too.
  */
 bool xensim_ts_wait_backend_ready(xensim_ts *ts, uint32_t domid, int devid,
                                   int timeout_ms, GError **errp);
