@@ -85,9 +85,7 @@ typedef struct Fuzz {
     xensim_xs *xs;
     int devid;
     char *fe, *be;
-    int qmp;
-    char qbuf[65536];
-    size_t qlen;
+    xensim_qmp *qmp;                /* QEMU's monitor (libxl's socket) */
 
     blkfront *bf;
     enum blkfront_protocol proto;

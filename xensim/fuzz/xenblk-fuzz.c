@@ -185,10 +185,8 @@ static void stack_stop(void)
     }
     g_free(F.snap);
     F.snap = NULL;
-    if (F.qmp >= 0) {
-        close(F.qmp);
-        F.qmp = -1;
-    }
+    xensim_qmp_close(F.qmp);
+    F.qmp = NULL;
     xensim_xs_close(F.xs);
     F.xs = NULL;
     xensim_domu_close(F.dom);
@@ -348,7 +346,6 @@ int main(int argc, char **argv)
     for (i = 0; xfail && xfail[i]; i++) {
         g_hash_table_add(F.xfail, xfail[i]);
     }
-    F.qmp = -1;
     F.next_id = 0x1000;
     F.cur = "setup";
     F.model = g_malloc(DISK_BYTES);

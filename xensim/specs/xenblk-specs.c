@@ -18,7 +18,8 @@
  *             unchanged;
  *   refused   QEMU logs one error for the device (once: a disk hot-plugged
  *             after it is created, and the bad one is not tried again),
- *             the backend never reaches InitWait, and nothing else
+ *             the backend ends Closed with the reason in its error node
+ *             (as Linux backends refuse a device), and nothing else
  *             breaks.
  *
  * Either way QEMU must stay up and the first disk must still serve a write
@@ -27,7 +28,10 @@
  * case, initwait-features, checks that a hot-plugged disk's features are
  * published before InitWait (the seed's hot-plug complaint).
  *
- *   xenblk-specs --qemu PATH [--xfail CASE]... [--case CASE] [--list]
+ *   xenblk-specs --qemu PATH [--xfail CASE[=FIX]]... [--case CASE] [--list]
+ *
+ * FIX names the patch that fixes an expected failure (by subject); it is
+ * printed with the failure.
  *
  * Exit status: 0 if no unexpected failure, 1 otherwise, 77 if the stack
  * cannot run here (no xenstored or shim). A case that needs what this
@@ -64,6 +68,7 @@ typedef struct Host {
     xensim_xs *xs;
     blkfront *first;                /* the guest's xvda, in use */
     char *log;                      /* QEMU's log file */
+    pid_t qemu;
     void *page;                     /* one page of guest memory for I/O */
 } Host;
 
@@ -82,14 +87,18 @@ static void fail(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
 
 static void fail(const char *fmt, ...)
 {
-    bool x = g_hash_table_contains(S.xfail, S.cur);
+    const char *fix = g_hash_table_lookup(S.xfail, S.cur);
     va_list ap;
     g_autofree char *msg = NULL;
 
     va_start(ap, fmt);
     msg = g_strdup_vprintf(fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s [%s] %s\n", x ? "XFAIL" : "FAIL", S.cur, msg);
+    if (fix) {
+        fprintf(stderr, "XFAIL [%s] %s (fixed by: %s)\n", S.cur, msg, fix);
+    } else {
+        fprintf(stderr, "FAIL [%s] %s\n", S.cur, msg);
+    }
     S.case_failed = true;
 }
 
@@ -202,7 +211,8 @@ static bool host_start(Host *h, uint32_t domid, const xensim_ts_disk *boot,
     if (boot) {
         *boot_devid = add_disk(h, boot);
     }
-    if (xensim_ts_qemu_start(host_ts, domid, S.qemu, NULL, &err) < 0) {
+    h->qemu = xensim_ts_qemu_start(host_ts, domid, S.qemu, NULL, &err);
+    if (h->qemu < 0) {
         fail("qemu: %s", err->message);
         return false;
     }
@@ -349,7 +359,7 @@ static bool wait_initwait(Host *h, int devid)
         fail("backend never reached InitWait: %s", err->message);
         return false;
     }
-    initwait = trace_write(state, "2");
+    initwait = S.check_order ? trace_write(state, "2") : 0;
     for (i = 0; S.check_order && i < G_N_ELEMENTS(early); i++) {
         g_autofree char *p = be_path(h, devid, early[i]);
 
@@ -489,8 +499,10 @@ static void expect_served(Host *h, int devid, const char *image,
 /*
  * The disk at @devid is refused: one error in QEMU's log names it, a good
  * disk hot-plugged after it is created (the backend watch got past the bad
- * one) without a second attempt at the bad one, and the bad backend never
- * announced InitWait.
+ * one) without a second attempt at the bad one, and the bad backend ends
+ * as Linux backends end a device they cannot set up (xenbus_dev_fatal()):
+ * Closed, with the reason in its error node, so that nobody waits for an
+ * InitWait that will not come.
  */
 static void expect_refused(Host *h, int devid, const char *good_image,
                            const char *good_vdev)
@@ -498,14 +510,25 @@ static void expect_refused(Host *h, int devid, const char *good_image,
     xensim_ts_disk good = { .target = good_image, .vdev = good_vdev };
     g_autofree char *needle = g_strdup_printf("device '%d'", devid);
     g_autofree char *state = be_path(h, devid, "state");
+    g_autofree char *error_node = g_strdup_printf(
+        "/local/domain/0/error/backend/qdisk/%u/%d/error", h->domid, devid);
     g_autofree char *v = NULL;
+    g_autofree char *why = NULL;
     int good_devid;
 
     good_devid = add_disk(h, &good);
     expect_served(h, good_devid, NULL, "disk", &RW);
+    /* created in the watch event before the good disk's: settled by now */
     v = read_node(state);
-    if (v && (!strcmp(v, "2") || !strcmp(v, "4"))) {
-        fail("the bad disk's backend is in state %s", v);
+    why = read_node(error_node);
+    if (!v || strcmp(v, "6")) {
+        fail("the bad disk's backend is in state %s, not Closed (6)",
+             v ? v : "(absent)");
+    }
+    if (!why || !*why) {
+        fail("no reason in %s", error_node);
+    } else {
+        printf("     %s: refused: %s\n", S.cur, why);
     }
     switch (log_count(h, needle)) {
     case 1:
@@ -941,13 +964,139 @@ out:
     host_stop(&h);
 }
 
+/* Peak resident set of process @pid so far (VmHWM), in KiB; 0 if unknown */
+static uint64_t peak_rss_kib(pid_t pid)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/status", (int)pid);
+    g_autofree char *text = NULL;
+    const char *p;
+
+    if (!g_file_get_contents(path, &text, NULL, NULL) ||
+        !(p = strstr(text, "VmHWM:"))) {
+        return 0;
+    }
+    return g_ascii_strtoull(p + strlen("VmHWM:"), NULL, 10);
+}
+
+#define FLOOD_WRITES    50000       /* of each kind: 100,000 in all */
+#define FLOOD_RSS_KIB   (16 * 1024)
+#define FLOOD_QMP_MS    2000
+
+typedef struct Flood {
+    xensim_xs *xs;
+    const char *path;
+    unsigned int done;              /* writes made */
+    int error;                      /* errno of a failed write */
+    gint running;
+} Flood;
+
+/* The guest: FLOOD_WRITES x "4", then FLOOD_WRITES alternating "3"/"4" */
+static gpointer flood_writer(gpointer opaque)
+{
+    Flood *f = opaque;
+
+    for (f->done = 0; f->done < 2 * FLOOD_WRITES; f->done++) {
+        const char *v = f->done < FLOOD_WRITES || (f->done & 1) ? "4" : "3";
+
+        if (xensim_xs_write(f->xs, 0, f->path, v, 1) < 0) {
+            f->error = errno;
+            break;
+        }
+    }
+    g_atomic_int_set(&f->running, 0);
+    return NULL;
+}
+
+/*
+ * A connected frontend rewrites its own state node FLOOD_WRITES times
+ * with the same value (Connected), then as many times alternating
+ * Initialised and Connected, the states a frontend passes through while
+ * connecting; every write is a watch event for the backend. While it
+ * does, QEMU must go on answering its toolstack (QMP, within
+ * FLOOD_QMP_MS); after it, QEMU's memory must not have grown (its peak
+ * resident set by FLOOD_RSS_KIB at most, far below one allocation per
+ * event), the backend must be Connected, the ring must work, and QEMU
+ * must stop on SIGTERM as libxl asks it to (the teardown checks that).
+ */
+static void case_state_flood(void)
+{
+    g_autofree char *fe_state = NULL;
+    g_autofree char *be_state = NULL;
+    g_autofree char *qmp_path = NULL;
+    g_autoptr(GError) err = NULL;
+    xensim_qmp *qmp = NULL;
+    GThread *writer;
+    Flood f = { .running = 1 };
+    Host h;
+    uint64_t before, after;
+    int64_t worst = 0;
+    unsigned int calls = 0;
+
+    if (!host_start(&h, DOMID, NULL, NULL)) {
+        goto out;
+    }
+    fe_state = fe_path(&h, 51712, "state");
+    be_state = be_path(&h, 51712, "state");
+    qmp_path = xensim_ts_qmp_path(host_ts, h.domid);
+    qmp = xensim_qmp_open(qmp_path, WAIT_MS, &err);
+    if (!qmp) {
+        fail("QMP: %s", err->message);
+        goto out;
+    }
+    assert_first_disk(&h);
+    before = peak_rss_kib(h.qemu);
+    f.xs = h.xs;
+    f.path = fe_state;
+    writer = g_thread_new("flood", flood_writer, &f);
+    while (g_atomic_int_get(&f.running)) {
+        int64_t t0 = g_get_monotonic_time();
+        g_autofree char *r = xensim_qmp_call(qmp,
+                                             "{\"execute\":\"query-status\"}",
+                                             FLOOD_QMP_MS, &err);
+        int64_t ms = (g_get_monotonic_time() - t0) / 1000;
+
+        if (!r) {
+            fail("QMP unanswered for %d ms while the guest wrote its state "
+                 "(%u writes made): %s", FLOOD_QMP_MS, f.done,
+                 err->message);
+            break;
+        }
+        worst = MAX(worst, ms);
+        calls++;
+        g_usleep(50000);
+    }
+    g_thread_join(writer);
+    if (f.error) {
+        fail("write %u of the frontend's state: %s", f.done,
+             g_strerror(f.error));
+        goto out;
+    }
+    /* The backend has seen the last write once a write after it is read */
+    if (!xensim_ts_wait_node(host_ts, be_state, "4", WAIT_MS, NULL)) {
+        fail("the backend is not Connected after the flood");
+    }
+    assert_first_disk(&h);
+    after = peak_rss_kib(h.qemu);
+    printf("     state-flood: %u state writes; QMP answered %u calls, "
+           "slowest %" PRId64 " ms; QEMU peak RSS %" PRIu64 " -> %" PRIu64
+           " KiB\n", f.done, calls, worst, before, after);
+    if (!before || !after || after > before + FLOOD_RSS_KIB) {
+        fail("QEMU's memory grew from %" PRIu64 " to %" PRIu64 " KiB",
+             before, after);
+    }
+out:
+    xensim_qmp_close(qmp);
+    host_stop(&h);
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
+    bool trace;                     /* the case reads xenstored's trace */
 } cases[] = {
     { "rw", case_rw },
     { "rw-hotplug", case_rw_hotplug },
-    { "initwait-features", case_initwait_features },
+    { "initwait-features", case_initwait_features, .trace = true },
     { "no-discard", case_no_discard },
     { "ro-raw", case_ro_raw },
     { "ro-raw-hotplug", case_ro_raw_hotplug },
@@ -966,6 +1115,7 @@ static const struct {
     { "block-device", case_block_device },
     { "two-qemus", case_two_qemus },
     { "detach-inflight", case_detach_inflight },
+    { "state-flood", case_state_flood },
 };
 
 int main(int argc, char **argv)
@@ -977,7 +1127,8 @@ int main(int argc, char **argv)
     GOptionEntry entries[] = {
         { "qemu", 0, 0, G_OPTION_ARG_FILENAME, &qemu, "QEMU binary", "PATH" },
         { "xfail", 0, 0, G_OPTION_ARG_STRING_ARRAY, &xfail,
-          "case known to fail on this QEMU (repeatable)", "CASE" },
+          "case known to fail on this QEMU, and the patch that fixes it "
+          "(repeatable)", "CASE[=FIX]" },
         { "case", 0, 0, G_OPTION_ARG_STRING, &only, "run only CASE",
           "CASE" },
         { "list", 0, 0, G_OPTION_ARG_NONE, &list, "list the cases", NULL },
@@ -1018,7 +1169,12 @@ int main(int argc, char **argv)
     S.qemu_img = g_build_filename(dir, "qemu-img", NULL);
     S.xfail = g_hash_table_new(g_str_hash, g_str_equal);
     for (i = 0; xfail && xfail[i]; i++) {
-        g_hash_table_add(S.xfail, xfail[i]);
+        char *eq = strchr(xfail[i], '=');
+
+        if (eq) {
+            *eq = '\0';
+        }
+        g_hash_table_insert(S.xfail, xfail[i], eq ? eq + 1 : "(unnamed)");
     }
 
     S.dir = g_dir_make_tmp("xenblk-specs-XXXXXX", NULL);
@@ -1033,7 +1189,8 @@ int main(int argc, char **argv)
         x = g_hash_table_contains(S.xfail, S.cur);
         logs = g_build_filename(S.dir, S.cur, NULL);
         opts.log_dir = logs;
-        opts.xenstored_trace = true;
+        /* the trace costs ~0.15 ms a request: only where it is read */
+        opts.xenstored_trace = cases[i].trace;
         host_ts = xensim_ts_start(&opts, &err);
         if (!host_ts) {
             fprintf(stderr, "stack: %s\n", err->message);

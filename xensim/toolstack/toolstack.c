@@ -514,15 +514,22 @@ static bool ts_check_children(xensim_ts *ts, GError **errp)
     return true;
 }
 
-bool xensim_ts_wait_node(xensim_ts *ts, const char *path, const char *value,
-                         int timeout_ms, GError **errp)
+/*
+ * Wait up to @timeout_ms for @path to exist and, unless @values is NULL,
+ * to read one of the NULL-terminated @values. Returns the index of the
+ * value read (0 when @values is NULL), or -1 with @errp set.
+ */
+static int ts_wait_node(xensim_ts *ts, const char *path,
+                        const char *const *values, int timeout_ms,
+                        GError **errp)
 {
     g_autofree char *token = g_strdup_printf("xensim-wait-%p", (void *)path);
     int64_t deadline = ts_now_ms() + timeout_ms;
-    bool ok = false;
+    int found = -1;
 
     if (!xs_watch(ts->xsh, path, token)) {
-        return ts_errno(errp, "xs_watch");
+        ts_errno(errp, "xs_watch");
+        return -1;
     }
     for (;;) {
         unsigned int len;
@@ -530,20 +537,27 @@ bool xensim_ts_wait_node(xensim_ts *ts, const char *path, const char *value,
         struct pollfd pfd = { .fd = xs_fileno(ts->xsh), .events = POLLIN };
         char **ev;
         int64_t left;
+        int i;
 
-        if (v && (!value || !strcmp(v, value))) {
-            ok = true;
-            break;
+        for (i = 0; v && values && values[i]; i++) {
+            if (!strcmp(v, values[i])) {
+                found = i;
+            }
         }
-        if (!ts_check_children(ts, errp)) {
+        if (v && !values) {
+            found = 0;
+        }
+        if (found >= 0 || !ts_check_children(ts, errp)) {
             break;
         }
         left = deadline - ts_now_ms();
         if (left <= 0) {
-            if (value) {
+            if (values) {
+                g_autofree char *want = g_strjoinv("' or '", (char **)values);
+
                 g_set_error(errp, G_FILE_ERROR, G_FILE_ERROR_AGAIN,
                             "%s is '%s', not '%s', after %d ms", path,
-                            v ? v : "(absent)", value, timeout_ms);
+                            v ? v : "(absent)", want, timeout_ms);
             } else {
                 g_set_error(errp, G_FILE_ERROR, G_FILE_ERROR_AGAIN,
                             "%s absent after %d ms", path, timeout_ms);
@@ -558,19 +572,41 @@ bool xensim_ts_wait_node(xensim_ts *ts, const char *path, const char *value,
         }
     }
     xs_unwatch(ts->xsh, path, token);
-    return ok;
+    return found;
+}
+
+bool xensim_ts_wait_node(xensim_ts *ts, const char *path, const char *value,
+                         int timeout_ms, GError **errp)
+{
+    const char *const values[] = { value, NULL };
+
+    return ts_wait_node(ts, path, value ? values : NULL, timeout_ms,
+                        errp) >= 0;
 }
 
 bool xensim_ts_wait_backend_ready(xensim_ts *ts, uint32_t domid, int devid,
                                   int timeout_ms, GError **errp)
 {
+    static const char *const states[] = { "2", "6", NULL }; /* InitWait, Closed */
     g_autofree char *be = xensim_ts_backend_path(domid, devid);
     g_autofree char *state = g_strdup_printf("%s/state", be);
     g_autofree char *sectors = g_strdup_printf("%s/sectors", be);
-    g_autofree char *want = g_strdup_printf("%d", XENSIM_XENBUS_INITWAIT);
     int64_t deadline = ts_now_ms() + timeout_ms;
+    int got = ts_wait_node(ts, state, states, timeout_ms, errp);
 
-    return xensim_ts_wait_node(ts, state, want, timeout_ms, errp) &&
+    if (got == 1) {
+        /* xenbus_dev_fatal()'s node, as QEMU's xen_backend_refuse() */
+        g_autofree char *error_node = g_strdup_printf(
+            "/local/domain/0/error/backend/qdisk/%u/%d/error", domid, devid);
+        unsigned int len;
+        g_autofree char *why = xs_read(ts->xsh, XBT_NULL, error_node, &len);
+
+        g_set_error(errp, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                    "the backend refused disk %d of domain %u: %s", devid,
+                    domid, why ? why : "(no error node)");
+        return false;
+    }
+    return got == 0 &&
            xensim_ts_wait_node(ts, sectors, NULL,
                                MAX(deadline - ts_now_ms(), 0), errp);
 }

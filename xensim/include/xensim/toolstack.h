@@ -249,6 +249,21 @@ pid_t xensim_ts_qemu_start(xensim_ts *ts, uint32_t domid, const char *qemu,
 char *xensim_ts_qmp_path(const xensim_ts *ts, uint32_t domid);
 
 /*
+ * A QMP client of a device model's monitor (e.g. xensim_ts_qmp_path()),
+ * one command at a time, as libxl uses it. xensim_qmp_open() connects
+ * (retrying until @timeout_ms, for a QEMU still starting) and negotiates
+ * capabilities. xensim_qmp_call() sends @cmd, one JSON object without a
+ * newline, and waits up to @timeout_ms for its answer, skipping events:
+ * the "return" line (g_free it), or NULL with @errp set (an "error"
+ * answer, a timeout, a closed socket). Close accepts NULL.
+ */
+typedef struct xensim_qmp xensim_qmp;
+xensim_qmp *xensim_qmp_open(const char *path, int timeout_ms, GError **errp);
+char *xensim_qmp_call(xensim_qmp *q, const char *cmd, int timeout_ms,
+                      GError **errp);
+void xensim_qmp_close(xensim_qmp *q);
+
+/*
  * Wait up to @timeout_ms for @path to read exactly @value (@value NULL:
  * for @path to exist), using a xenstore watch on @path. Fails early
  * (with QEMU's exit status in the message) if a QEMU started by this run
@@ -262,8 +277,10 @@ bool xensim_ts_wait_node(xensim_ts *ts, const char *path, const char *value,
  * Wait until the qdisk backend of @domid's device @devid is ready for a
  * frontend: state InitWait and, because pristine QEMU's xen-bus
  * announces InitWait before xen-block's realize writes the disk's nodes
- * (the fork's patch 0012 fixes that), its last node ("sectors") present
- * too.
+ * (the fork fixes that), its last node ("sectors") present too. A
+ * backend that refuses the disk by going to Closed (the fork writes the
+ * reason to the error node, as Linux backends do) fails the wait at
+ * once, with that reason in @errp.
  */
 bool xensim_ts_wait_backend_ready(xensim_ts *ts, uint32_t domid, int devid,
                                   int timeout_ms, GError **errp);
