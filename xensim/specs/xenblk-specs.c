@@ -24,9 +24,11 @@
  *
  * Either way QEMU must stay up and the first disk must still serve a write
  * and a read. The toolstack's frontend nodes (state, backend, backend-id,
- * virtual-device, device-type) are never overwritten by the backend. One
- * case, initwait-features, checks that a hot-plugged disk's features are
- * published before InitWait (the seed's hot-plug complaint).
+ * virtual-device, device-type) are never overwritten by the backend. Two
+ * cases, initwait-features and qmp-hotplug, check that a hot-plugged
+ * disk's features are published before InitWait (the seed's hot-plug
+ * complaint), one, state-flood, that a guest rewriting its state node
+ * cannot make QEMU deaf to its toolstack.
  *
  *   xenblk-specs --qemu PATH [--xfail CASE[=FIX]]... [--case CASE] [--list]
  *
@@ -820,6 +822,97 @@ out:
     host_stop(&b);
 }
 
+#define BUSY_IOS        16
+#define BUSY_IO_BYTES   (64 * 1024)
+
+/*
+ * QMP device_add of a xen-disk, the other way a disk is hot-plugged (a
+ * management layer driving QEMU itself), while the first disk has
+ * BUSY_IOS writes in flight: its features before InitWait (xen-bus makes
+ * its backend and frontend nodes itself here), served as a disk without
+ * discard (its block node has no discard=unmap), and every write of the
+ * first disk answered.
+ */
+static void case_qmp_hotplug(void)
+{
+    static const Want rw_no_discard = { .writable = true };
+    g_autofree char *img = make_raw("qmp.raw");
+    g_autofree char *qmp_path = NULL;
+    g_autofree char *add = NULL;
+    g_autofree char *r1 = NULL;
+    g_autofree char *r2 = NULL;
+    g_autoptr(GError) err = NULL;
+    struct blkfront_io io[BUSY_IOS];
+    xensim_qmp *qmp = NULL;
+    uint8_t *buf = NULL;
+    unsigned int i, done = 0;
+    Host h;
+
+    if (!host_start(&h, DOMID, NULL, NULL)) {
+        goto out;
+    }
+    qmp_path = xensim_ts_qmp_path(host_ts, h.domid);
+    qmp = xensim_qmp_open(qmp_path, WAIT_MS, &err);
+    if (!qmp) {
+        fail("QMP: %s", err->message);
+        goto out;
+    }
+    buf = blkfront_buf_alloc(h.first, BUSY_IOS * BUSY_IO_BYTES);
+    memset(buf, 0x3c, BUSY_IOS * BUSY_IO_BYTES);
+    for (i = 0; i < BUSY_IOS; i++) {
+        io[i] = (struct blkfront_io) {
+            .op = BLKFRONT_OP_WRITE, .offset = i * BUSY_IO_BYTES,
+            .len = BUSY_IO_BYTES, .buf = buf + i * BUSY_IO_BYTES,
+        };
+        if (blkfront_queue(h.first, &io[i]) < 0) {
+            fail("queue a write on the first disk: %s", g_strerror(errno));
+            goto out;
+        }
+    }
+    blkfront_commit(h.first);
+
+    add = g_strdup_printf("{\"execute\":\"blockdev-add\",\"arguments\":"
+                          "{\"driver\":\"raw\",\"node-name\":\"qmp0\","
+                          "\"file\":{\"driver\":\"file\","
+                          "\"filename\":\"%s\"}}}", img);
+    r1 = xensim_qmp_call(qmp, add, WAIT_MS, &err);
+    r2 = r1 ? xensim_qmp_call(qmp, "{\"execute\":\"device_add\","
+                              "\"arguments\":{\"driver\":\"xen-disk\","
+                              "\"id\":\"xvdb\",\"vdev\":\"xvdb\","
+                              "\"drive\":\"qmp0\"}}", WAIT_MS, &err)
+            : NULL;
+    if (!r2) {
+        fail("QMP hot-plug: %s", err->message);
+        goto out;
+    }
+    S.check_order = true;
+    expect_served(&h, xensim_ts_vdev_to_devid("xvdb"), img, "disk",
+                  &rw_no_discard);
+    S.check_order = false;
+
+    while (done < BUSY_IOS && blkfront_wait(h.first, WAIT_MS) == 0) {
+        struct blkfront_io *c[BUSY_IOS];
+        unsigned int n = blkfront_reap(h.first, c, BUSY_IOS);
+
+        for (i = 0; i < n; i++) {
+            if (c[i]->error) {
+                fail("a write of the first disk failed: %d", c[i]->error);
+            }
+        }
+        done += n;
+    }
+    if (done < BUSY_IOS) {
+        fail("%u of %u writes of the first disk answered", done, BUSY_IOS);
+    }
+    assert_first_disk(&h);
+out:
+    if (buf) {
+        blkfront_buf_free(h.first, buf, BUSY_IOS * BUSY_IO_BYTES);
+    }
+    xensim_qmp_close(qmp);
+    host_stop(&h);
+}
+
 /*
  * xl block-attach of a disk whose image is not there yet: refused; libxl
  * removes the device's nodes (libxl__device_destroy), the user creates
@@ -1096,6 +1189,7 @@ static const struct {
 } cases[] = {
     { "rw", case_rw },
     { "rw-hotplug", case_rw_hotplug },
+    { "qmp-hotplug", case_qmp_hotplug, .trace = true },
     { "initwait-features", case_initwait_features, .trace = true },
     { "no-discard", case_no_discard },
     { "ro-raw", case_ro_raw },
