@@ -685,10 +685,15 @@ def write_results(out):
     # chart: ratio to upstream per cell (clustered bars, one per QEMU arm;
     # the reference arm is left out, its ratios dwarf the others and are
     # in the tables), one panel per backend
-    ratio_arms = [a for a in arms if a not in ("upstream", "reference")]
+    # (tapdisk only serves the file backend: each panel has its arms)
+    panel_arms = {b: [a for a in arms if a not in ("upstream", "reference")
+                      and any(get(summary, b, *c, a, "ratio_mbps")
+                              is not None for c in cells)]
+                  for b in BACKENDS}
     labels = ["%s/QD%d/%s" % (bs, qd, RW_LABEL[rw]) for bs, qd, rw in cells]
     with open(os.path.join(out, "chart.dat"), "w") as f:
         for backend in BACKENDS:
+            ratio_arms = panel_arms[backend]
             f.write("# backend %s: label %s\n" % (backend,
                                                   " ".join(ratio_arms)))
             for i, (bs, qd, rw) in enumerate(cells):
@@ -713,7 +718,7 @@ def write_results(out):
     for bi, backend in enumerate(BACKENDS):
         gp.append('set title "%s"' % BACKEND_DESC[backend].replace('"', ""))
         plots = ['"chart.dat" index %d using %d:xtic(1) title "%s"'
-                 % (bi, 2 + j, a) for j, a in enumerate(ratio_arms)]
+                 % (bi, 2 + j, a) for j, a in enumerate(panel_arms[backend])]
         gp.append("plot " + ", ".join(plots))
     gp.append("unset multiplot")
     with open(os.path.join(out, "chart.gp"), "w") as f:

@@ -6,7 +6,7 @@
  *
  *   xensim run --qemu PATH --disk IMAGE [--format raw|qcow2] [--domid N]
  *              [--vdev xvda] [--mem MB] [--name NAME] [--readonly]
- *              [--qemu-arg ARG]... [--keep] [--log-dir DIR]
+ *              [--direct-io-safe] [--qemu-arg ARG]... [--keep] [--log-dir DIR]
  *              [--timeout MS] [-- CMD ARGS...]
  *   xensim run --backend vbd3 --disk IMAGE [--polling-duration US]
  *              [--polling-idle-threshold PCT] [--blktap PREFIX] ...
@@ -54,6 +54,7 @@ static int opt_polling_duration = 1000;
 static int opt_polling_idle_threshold = 50;
 static gboolean opt_keep;
 static gboolean opt_readonly;
+static gboolean opt_direct_io_safe;
 static gboolean opt_trace;
 
 static GOptionEntry run_entries[] = {
@@ -73,6 +74,9 @@ static GOptionEntry run_entries[] = {
       "guest name (default xensim-<domid>)", "NAME" },
     { "readonly", 0, 0, G_OPTION_ARG_NONE, &opt_readonly,
       "attach the disk read-only (mode r)", NULL },
+    { "direct-io-safe", 0, 0, G_OPTION_ARG_NONE, &opt_direct_io_safe,
+      "qdisk: xl's direct-io-safe (QEMU opens it O_DIRECT, aio=native)",
+      NULL },
     { "qemu-arg", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt_qemu_args,
       "extra QEMU argument, as libxl's device_model_args_pv", "ARG" },
     { "backend", 0, 0, G_OPTION_ARG_STRING, &opt_backend,
@@ -310,6 +314,7 @@ int main(int argc, char **argv)
         disk.format = opt_format;
         disk.vdev = opt_vdev;
         disk.readonly = opt_readonly;
+        disk.direct_io_safe = opt_direct_io_safe;
         if (vbd3) {
             disk.backend = XENSIM_TS_BACKEND_VBD3;
             disk.polling_duration_us = opt_polling_duration;
