@@ -98,9 +98,13 @@ xensim: deps
 	@ninja -C $(XENSIM_BUILD) get-xenstored >/dev/null
 
 # blktap 4.0.8 (upstream/blktap.conf) into build/blktap/inst: tapdisk,
-# tap-ctl, tapback, cpumond; built once, then skipped.
+# tap-ctl, tapback, cpumond; built once, then skipped. With no copy of
+# its tarball to be had (exit 3: no ../shared, no network) make goes on
+# without it: the tapdisk arm's tests skip and the bench leaves it out,
+# both saying so.
 blktap: deps
-	@scripts/build-blktap.sh
+	@scripts/build-blktap.sh || { [ $$? = 3 ] && \
+	    echo "make: blktap not built: no tapdisk arm (see above)"; }
 
 main: build
 	@scripts/main-job.sh

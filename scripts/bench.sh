@@ -65,7 +65,8 @@
 # BENCH_REPEATS, BENCH_RAMP, BENCH_RUNTIME, BENCH_BS, BENCH_QD, BENCH_RW,
 # BENCH_RAND_BS, BENCH_RAND_QD, BENCH_RAND_RW (an empty list leaves that
 # grid out), BENCH_ARMS (subset, upstream always included), BENCH_POLL_NS,
-# BENCH_TAPDISK_POLL_US, BENCH_TAPDISK_IDLE, BENCH_STORE.
+# BENCH_TAPDISK_POLL_US, BENCH_TAPDISK_IDLE, BENCH_STORE,
+# BENCH_DIRECT_IO_SAFE.
 set -euo pipefail
 
 # The whole script is one brace group, parsed before it runs: editing this
@@ -120,6 +121,10 @@ poll_ns=${BENCH_POLL_NS:-8000000}        # the seed's poll-max-ns (8 ms)
 # host (docs/benchmarks.rst, "tapdisk's idle threshold").
 tapdisk_poll_us=${BENCH_TAPDISK_POLL_US:-$((poll_ns / 1000))}
 tapdisk_idle=${BENCH_TAPDISK_IDLE:-0}
+# BENCH_DIRECT_IO_SAFE=1: the QEMU arms' libxl disk with xl's
+# direct-io-safe (O_DIRECT and aio=native, tapdisk's way to the image)
+# instead of libxl's default (buffered, aio=threads).
+direct_io_safe=${BENCH_DIRECT_IO_SAFE:-0}
 qemu_cpu=${BENCH_QEMU_CPU:-1}
 guest_cpu=${BENCH_GUEST_CPU:-0}
 ring_order=3                             # the seed's max_ring_page_order
@@ -147,7 +152,15 @@ blktap=$build/blktap/inst
 . "$top/upstream/blktap.conf"
 
 arms=()
-for a in ${BENCH_ARMS:-${all_arms[*]}}; do arms+=("$a"); done
+for a in ${BENCH_ARMS:-${all_arms[*]}}; do
+    # left out of the default arms when blktap could not be built
+    if [ "$a" = tapdisk ] && [ -z "${BENCH_ARMS:-}" ] &&
+       [ ! -x "$build/blktap/inst/libexec/tapdisk" ]; then
+        echo "bench: WARNING: no tapdisk (make blktap): no tapdisk arm" >&2
+        continue
+    fi
+    arms+=("$a")
+done
 [[ " ${arms[*]} " == *" upstream "* ]] || arms=(upstream "${arms[@]}")
 
 log() { printf '%s\n' "$*" >&2; }
@@ -325,6 +338,7 @@ arm_args() {
     fi
     printf '%s\n' --qemu "${arm_qemu[$a]}" --disk "$disk" --mem "$mem_mb" \
         "${common_qemu_args[@]}"
+    [ "$direct_io_safe" = 0 ] || printf '%s\n' --direct-io-safe
     if [ "${arm_iothread_arg[$a]}" = 1 ]; then
         printf '%s\n' --qemu-arg=-object \
             --qemu-arg="iothread,id=xvda,poll-max-ns=$poll_ns"
@@ -338,7 +352,7 @@ arm_args() {
          "rand_rw=${rand_rw_list// /,}"
     echo "qemu_cpu=$qemu_cpu guest_cpu=$guest_cpu ring_order=$ring_order" \
          "store=$store tapdisk_poll_us=$tapdisk_poll_us" \
-         "tapdisk_idle_threshold=$tapdisk_idle"
+         "tapdisk_idle_threshold=$tapdisk_idle direct_io_safe=$direct_io_safe"
     for a in "${arms[@]}"; do
         printf 'arm %s: taskset -c %s %s run' "$a" "$qemu_cpu" "$xensim"
         mapfile -t args < <(arm_args "$a")

@@ -5,6 +5,7 @@
 # bin/cpumond). Nothing of blktap goes into the repository.
 #
 # Usage: build-blktap.sh
+# Exit status 3: no verified tarball anywhere (nothing built); 1: failed.
 #
 # The tarball is looked for in the order of $BLKTAP_ROUTES (default all):
 #   cache   $DL_DIR/$BLKTAP_TARBALL (DL_DIR defaults to build/dl)
@@ -96,7 +97,7 @@ done
 if [ -z "$got" ]; then
     log "no verified blktap $BLKTAP_VERSION (tried: $routes); put" \
         "$BLKTAP_TARBALL (sha256 $BLKTAP_SHA256) in $dl or $shared"
-    exit 1
+    exit 3
 fi
 log "blktap $BLKTAP_VERSION ($BLKTAP_COMMIT) from $got"
 

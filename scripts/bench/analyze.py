@@ -596,6 +596,11 @@ def write_results(out):
           % (cfg.get("mode"), cfg.get("repeats"),
              ",".join(map(str, kept)), cfg.get("ramp"), cfg.get("runtime"),
              cfg.get("poll_ns")),
+          "- file disk of the QEMU arms: %s; store: %s"
+          % ("xl's direct-io-safe (O_DIRECT, aio=native)"
+             if cfg.get("direct_io_safe") == "1" else
+             "libxl's default (buffered, aio=threads)",
+             cfg.get("store", "tmpfs")),
           "- machine: %s, %s CPUs, %s; %s"
           % (cpu.group(1).strip() if cpu else "?", meta.get("nproc"),
              meta.get("meminfo", "").replace("MemTotal:", "RAM").strip(),
