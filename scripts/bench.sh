@@ -27,6 +27,13 @@
 #   notify+poll  ... up to event-channel polling and the libxl IOThread's
 #                command line (build/arms/notify-poll/obj)
 #   fork         the full series (build/fork)
+#   tapdisk      no QEMU: blktap's tapdisk (build/blktap, scripts/
+#                build-blktap.sh) as XenServer runs it, `xensim run
+#                --backend vbd3`: tapback, tap-ctl, vbd3 nodes with
+#                polling-duration $BENCH_TAPDISK_POLL_US (default the
+#                seed's 8000) and polling-idle-threshold
+#                $BENCH_TAPDISK_IDLE (see below); file backend only
+#                (tapdisk has no null-co). The seed's yardstick.
 #   reference    no QEMU: fio on the host on the same backing store
 #                (libaio on the tmpfs file, fio's null engine for null-co)
 # The ablation arms are built from git worktrees of build/src at the
@@ -37,7 +44,11 @@
 #
 # Backends, both in every session's QEMU:
 #   file   a 1 GiB raw file on tmpfs (/dev/shm), attached as xvda (51712)
-#          through xensim's libxl path (backendtype=qdisk)
+#          through xensim's libxl path (backendtype=qdisk); the tapdisk
+#          arm serves the same file as xvda with aio: (O_DIRECT). When
+#          the kernel's tmpfs refuses O_DIRECT (before Linux 6.6), every
+#          arm and the reference get a loop device over that file
+#          instead ($BENCH_STORE: auto, tmpfs or loop)
 #   null   null-co (the dataplane alone), xvdb (51728), from
 #          -blockdev null-co + -device xen-disk on the command line
 #
@@ -53,7 +64,9 @@
 # files), meta/, results.json, results.md, chart.png. Overrides:
 # BENCH_REPEATS, BENCH_RAMP, BENCH_RUNTIME, BENCH_BS, BENCH_QD, BENCH_RW,
 # BENCH_RAND_BS, BENCH_RAND_QD, BENCH_RAND_RW (an empty list leaves that
-# grid out), BENCH_ARMS (subset, upstream always included), BENCH_POLL_NS.
+# grid out), BENCH_ARMS (subset, upstream always included), BENCH_POLL_NS,
+# BENCH_TAPDISK_POLL_US, BENCH_TAPDISK_IDLE, BENCH_STORE,
+# BENCH_DIRECT_IO_SAFE.
 set -euo pipefail
 
 # The whole script is one brace group, parsed before it runs: editing this
@@ -100,6 +113,18 @@ qd_list=${BENCH_QD-"1 32"}
 rw_list=${BENCH_RW-"read write"}
 rand_rw_list=${BENCH_RAND_RW-"randread randwrite randrw"}
 poll_ns=${BENCH_POLL_NS:-8000000}        # the seed's poll-max-ns (8 ms)
+# tapdisk's polling-duration (us): the seed's 8 ms too. Its idle gate:
+# tapdisk polls only while cpumond's idle dom0 CPU exceeds this percent
+# (xapi's default is 50). The seed's dom0 had CPUs to spare; here one
+# polling thread is half of the machine, so at 50 the gate would shut
+# tapdisk's polling whenever it polls: 0 keeps it open, as on the seed's
+# host (docs/benchmarks.rst, "tapdisk's idle threshold").
+tapdisk_poll_us=${BENCH_TAPDISK_POLL_US:-$((poll_ns / 1000))}
+tapdisk_idle=${BENCH_TAPDISK_IDLE:-0}
+# BENCH_DIRECT_IO_SAFE=1: the QEMU arms' libxl disk with xl's
+# direct-io-safe (O_DIRECT and aio=native, tapdisk's way to the image)
+# instead of libxl's default (buffered, aio=threads).
+direct_io_safe=${BENCH_DIRECT_IO_SAFE:-0}
 qemu_cpu=${BENCH_QEMU_CPU:-1}
 guest_cpu=${BENCH_GUEST_CPU:-0}
 ring_order=3                             # the seed's max_ring_page_order
@@ -116,15 +141,26 @@ fio=${FIO:-/usr/bin/fio}
 # Arms: name, QEMU binary, git commit of build/src (ablations), and whether
 # the build takes libxl's IOThread from the command line.
 declare -A arm_qemu arm_commit arm_iothread_arg
-all_arms=(upstream notify-only notify+poll fork)
+all_arms=(upstream notify-only notify+poll fork tapdisk)
 arm_qemu[upstream]=$qb/upstream/obj/qemu-system-i386
 arm_qemu[fork]=$qb/fork/qemu-system-i386
 arm_qemu[notify-only]=$qb/arms/notify/obj/qemu-system-i386
 arm_qemu[notify+poll]=$qb/arms/notify-poll/obj/qemu-system-i386
-arm_iothread_arg=([upstream]=0 [notify-only]=0 [notify+poll]=1 [fork]=1)
+arm_iothread_arg=([upstream]=0 [notify-only]=0 [notify+poll]=1 [fork]=1
+                  [tapdisk]=-)
+blktap=$build/blktap/inst
+. "$top/upstream/blktap.conf"
 
 arms=()
-for a in ${BENCH_ARMS:-${all_arms[*]}}; do arms+=("$a"); done
+for a in ${BENCH_ARMS:-${all_arms[*]}}; do
+    # left out of the default arms when blktap could not be built
+    if [ "$a" = tapdisk ] && [ -z "${BENCH_ARMS:-}" ] &&
+       [ ! -x "$build/blktap/inst/libexec/tapdisk" ]; then
+        echo "bench: WARNING: no tapdisk (make blktap): no tapdisk arm" >&2
+        continue
+    fi
+    arms+=("$a")
+done
 [[ " ${arms[*]} " == *" upstream "* ]] || arms=(upstream "${arms[@]}")
 
 log() { printf '%s\n' "$*" >&2; }
@@ -187,6 +223,10 @@ for a in "${arms[@]}"; do
     case $a in
     notify-only) build_arm "$a" notify "$(series_number "$arm_last_notify")" ;;
     notify+poll) build_arm "$a" notify-poll "$(series_number "$arm_last_poll")" ;;
+    tapdisk)
+        [ -x "$blktap/libexec/tapdisk" ] ||
+            die "no tapdisk in $blktap (make blktap)"
+        continue ;;
     esac
     [ -x "${arm_qemu[$a]}" ] || die "no QEMU for arm $a: ${arm_qemu[$a]}"
 done
@@ -210,6 +250,12 @@ cat /etc/debian_version > "$meta/debian_version.txt" 2>/dev/null || true
 uptime > "$meta/uptime-start.txt"
 git -C "$top" describe --always --dirty > "$meta/repo.txt" 2>/dev/null || true
 for a in "${arms[@]}"; do
+    if [ "$a" = tapdisk ]; then
+        echo "blktap $BLKTAP_VERSION ($BLKTAP_COMMIT) tapdisk" \
+            > "$meta/qemu-version-$a.txt"
+        echo "$blktap/libexec/tapdisk" > "$meta/qemu-path-$a.txt"
+        continue
+    fi
     "${arm_qemu[$a]}" --version | head -n 1 > "$meta/qemu-version-$a.txt"
     echo "${arm_qemu[$a]}" > "$meta/qemu-path-$a.txt"
 done
@@ -225,6 +271,8 @@ git -C "$qb/src" log --oneline "$base_tag..HEAD" \
 # --- Backing store ---------------------------------------------------------
 
 disk=/dev/shm/xenblk-bench-$$.raw
+image=$disk
+loopdev=
 sessions=()
 cleanup() {
     local s
@@ -233,13 +281,34 @@ cleanup() {
     done
     # the sessions' `xensim run`s; each tears its host down on SIGTERM
     for s in "${sess_pid[@]}"; do kill "$s" 2>/dev/null || true; done
-    rm -f "$disk"
+    [ -z "$loopdev" ] || losetup -d "$loopdev" 2>/dev/null || true
+    rm -f "$image"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # Written out (not sparse): reads then touch real tmpfs pages, as writes do.
 dd if=/dev/zero of="$disk" bs=1M count=$disk_mb status=none
+
+# tapdisk opens its image O_DIRECT; tmpfs takes that from Linux 6.6 on.
+# Otherwise every arm (and the reference) uses a loop device over the
+# same file: the same RAM, each backend with its own open mode.
+store=${BENCH_STORE:-auto}
+if [ "$store" = auto ]; then
+    store=tmpfs
+    dd if="$disk" of=/dev/null bs=4k count=1 iflag=direct status=none \
+        2>/dev/null || store=loop
+fi
+case $store in
+tmpfs) ;;
+loop)
+    loopdev=$(losetup --find --show "$disk") || die "losetup failed"
+    disk=$loopdev
+    log "bench: store: loop device $disk over $image (tmpfs O_DIRECT:" \
+        "$(dd if="$image" of=/dev/null bs=4k count=1 iflag=direct \
+           status=none 2>&1 && echo accepted || echo refused))" ;;
+*) die "BENCH_STORE=$store: auto, tmpfs or loop" ;;
+esac
 
 # --- QEMU arguments (the same for every arm) --------------------------------
 
@@ -261,8 +330,15 @@ common_qemu_args=(
 # effect: nothing polls.
 arm_args() {
     local a=$1
+    if [ "$a" = tapdisk ]; then
+        printf '%s\n' --backend vbd3 --disk "$disk" --mem "$mem_mb" \
+            --blktap "$blktap" --polling-duration "$tapdisk_poll_us" \
+            --polling-idle-threshold "$tapdisk_idle"
+        return
+    fi
     printf '%s\n' --qemu "${arm_qemu[$a]}" --disk "$disk" --mem "$mem_mb" \
         "${common_qemu_args[@]}"
+    [ "$direct_io_safe" = 0 ] || printf '%s\n' --direct-io-safe
     if [ "${arm_iothread_arg[$a]}" = 1 ]; then
         printf '%s\n' --qemu-arg=-object \
             --qemu-arg="iothread,id=xvda,poll-max-ns=$poll_ns"
@@ -274,13 +350,15 @@ arm_args() {
     echo "bs=$bs_list qd=$qd_list rw=$rw_list poll_ns=$poll_ns" \
          "rand_bs=${rand_bs_list// /,} rand_qd=${rand_qd_list// /,}" \
          "rand_rw=${rand_rw_list// /,}"
-    echo "qemu_cpu=$qemu_cpu guest_cpu=$guest_cpu ring_order=$ring_order"
+    echo "qemu_cpu=$qemu_cpu guest_cpu=$guest_cpu ring_order=$ring_order" \
+         "store=$store tapdisk_poll_us=$tapdisk_poll_us" \
+         "tapdisk_idle_threshold=$tapdisk_idle direct_io_safe=$direct_io_safe"
     for a in "${arms[@]}"; do
         printf 'arm %s: taskset -c %s %s run' "$a" "$qemu_cpu" "$xensim"
         mapfile -t args < <(arm_args "$a")
         printf ' %q' "${args[@]}"
         printf ' -- scripts/bench/guest.sh SESSION'
-        [ "${arm_iothread_arg[$a]}" = 1 ] ||
+        [ "${arm_iothread_arg[$a]}" != 0 ] ||
             printf ' (then QMP qom-set /objects/xvda poll-max-ns=%s)' \
                 "$poll_ns"
         echo
@@ -308,7 +386,7 @@ start_session() {
     (
         (
             export BENCH_ENGINE=$engine BENCH_GUEST_CPU=$guest_cpu
-            [ "${arm_iothread_arg[$a]}" = 1 ] ||
+            [ "${arm_iothread_arg[$a]}" != 0 ] ||
                 export BENCH_QOM_POLL="xvda=$poll_ns"
             exec taskset -c "$qemu_cpu" "$xensim" run "${args[@]}" \
                 --log-dir "$sdir/xensim-logs.$n" -- "$here/guest.sh" \
@@ -458,6 +536,8 @@ for ((r = 1; r <= repeats; r++)); do
             id=$backend-$bs-qd$qd-$rw
             line=""
             for a in "${order[@]}"; do
+                # tapdisk has no null-co: it serves the file cells only
+                [ "$a" = tapdisk ] && [ "$backend" = null ] && continue
                 if [ "$a" = reference ]; then
                     run_ref "$rdir/reference" "$id" "$backend" "$args"
                     f=$rdir/reference/$id.fio.json

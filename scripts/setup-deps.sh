@@ -12,6 +12,7 @@ PKGS=(
     device-tree-compiler libaio-dev liburing-dev libxen-dev
     fio e2fsprogs qemu-utils gnuplot-nox jq
     libasan8 libubsan1
+    autoconf automake libtool uuid-dev libssl-dev
 )
 BPO_PKGS=(meson python3-pycotap)
 

@@ -18,7 +18,8 @@ own counters (IOPS, MB/s, latency, ctx) exclude the ramp and use fio's.
 Ratios: per cell and repeat, arm/upstream on MB/s (IOPS for the IOPS
 targets); a cell is the median over the kept repeats (the first is
 discarded) with the coefficient of variation (sample stdev / mean) of the
-per-repeat ratios.
+per-repeat ratios. With the tapdisk arm, also QEMU arm / tapdisk, the
+seed's orientation, set beside the seed's own figures (SEED_TABLES).
 """
 import glob
 import json
@@ -28,13 +29,16 @@ import re
 import statistics
 import sys
 
-ARMS_ORDER = ["upstream", "notify-only", "notify+poll", "fork", "reference"]
+ARMS_ORDER = ["upstream", "notify-only", "notify+poll", "fork", "tapdisk",
+              "reference"]
 ARM_DESC = {
     "upstream": "pristine QEMU (the base)",
     "notify-only": "the stable fixes and deferred notify",
     "notify+poll": "the same + event-channel polling and the libxl "
                    "IOThread's command line",
     "fork": "the full series (patches/series: + request merging)",
+    "tapdisk": "blktap's tapdisk (aio:, O_DIRECT) behind tapback, the "
+               "vbd3 nodes XenServer's toolstack writes; file backend only",
     "reference": "fio on the host, same backing store, no Xen (libaio on "
                  "the tmpfs file; fio's null engine for null-co)",
 }
@@ -55,6 +59,62 @@ RUN_RE = re.compile(r"^(file|null)-([0-9]+[kmg]?)-qd([0-9]+)-"
 # noisy 2-CPU machine, not a speed test. It fails when a random cell of
 # the fork falls below this fraction of upstream's IOPS.
 RANDOM_GUARD = 0.90
+
+# The seed's tables (shared/seeds/000_*: XenServer 9, real Xen, QEMU /
+# tapdisk, 12 repeats, first discarded): "before" is pristine QEMU
+# against tapdisk, "after" QEMU with XenServer's fixes. Reference
+# figures to compare with, keyed (bs, qd, rw); not measured here.
+SEED_TABLES = {
+    "before": {
+        ("4k", 1): (0.73, 0.73), ("64k", 1): (0.81, 0.83),
+        ("256k", 1): (0.67, 0.92), ("1m", 1): (0.67, 0.76),
+        ("4m", 1): (0.81, 1.01), ("4k", 32): (1.90, 1.32),
+        ("64k", 32): (0.99, 1.00), ("256k", 32): (1.14, 0.84),
+        ("1m", 32): (0.86, 0.88), ("4m", 32): (0.87, 0.86),
+    },
+    "after": {
+        ("4k", 1): (1.07, 1.07), ("64k", 1): (1.02, 1.03),
+        ("256k", 1): (0.93, 1.04), ("1m", 1): (0.80, 1.00),
+        ("4m", 1): (1.03, 1.01), ("4k", 32): (2.24, 1.50),
+        ("64k", 32): (1.05, 1.00), ("256k", 32): (1.32, 0.99),
+        ("1m", 32): (1.17, 0.99), ("4m", 32): (1.06, 0.98),
+    },
+}
+# Which seed table each QEMU arm / tapdisk table sits beside.
+SEED_OF_ARM = {"upstream": "before", "fork": "after"}
+# Targets of issue 13 for fork / tapdisk over the seed's 20 cells.
+TAPDISK_MEDIAN_TARGET = 1.15
+
+
+def seed_value(table, bs, qd, rw):
+    v = SEED_TABLES[table].get((bs, qd))
+    return None if v is None else v[SEQ_RW.index(rw)]
+
+
+def ranks(xs):
+    """Ranks 1..n of xs, ties given their average rank."""
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    r = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return r
+
+
+def spearman(xs, ys):
+    """Spearman's rank correlation (Pearson's of the ranks, ties
+    averaged); None when fewer than 3 pairs or a constant side."""
+    if len(xs) < 3:
+        return None
+    try:
+        return statistics.correlation(ranks(xs), ranks(ys))
+    except statistics.StatisticsError:
+        return None
 
 
 def load(path):
@@ -100,17 +160,18 @@ def xen_metrics(xen, pre, post, backend):
     m = {"engine": xen, "engine_ios": ios}
     if not ios:
         return m
-    bs = delta_blockstats(pre, post)
-    ops = bs["rd_operations"] + bs["wr_operations"]
-    merged = bs["rd_merged"] + bs["wr_merged"]
-    m["blockstats_delta"] = bs
     m["guest_kicks_per_io"] = xen["notifies"] / ios
     m["backend_notifies_per_io"] = xen.get("backend_notifies", 0) / ios
     m["notifies_per_io"] = (xen["notifies"] +
                             xen.get("backend_notifies", 0)) / ios
     m["guest_wakeups_per_io"] = xen.get("guest_wakeups", 0) / ios
     m["blkif_requests_per_io"] = xen["requests"] / ios
-    m["blk_requests_per_io"] = (ops - merged) / ios
+    if pre["blockstats"] is not None:       # None: a tapdisk, no QMP
+        bs = delta_blockstats(pre, post)
+        ops = bs["rd_operations"] + bs["wr_operations"]
+        merged = bs["rd_merged"] + bs["wr_merged"]
+        m["blockstats_delta"] = bs
+        m["blk_requests_per_io"] = (ops - merged) / ios
     iot = IOTHREAD[backend]
     a, b = pre["iothreads"].get(iot), post["iothreads"].get(iot)
     wall = post["time"] - pre["time"]
@@ -236,6 +297,18 @@ def summarize(runs, discard):
                     s["ratio_" + m + "_cv"] = cv(ratios)
                     s["ratio_" + m + "_ci95"] = median_ci95(ratios)
                     s["ratio_" + m + "_repeats"] = ratios
+                    # the seed's orientation: this arm / tapdisk
+                    ratios = []
+                    for k in kept:
+                        a = idx.get((backend, bs, qd, rw, arm, k))
+                        t = idx.get((backend, bs, qd, rw, "tapdisk", k))
+                        if a and t and t[m] > 0 and arm != "tapdisk":
+                            ratios.append(a[m] / t[m])
+                    if ratios:
+                        s["tratio_" + m] = median(ratios)
+                        s["tratio_" + m + "_cv"] = cv(ratios)
+                        s["tratio_" + m + "_ci95"] = median_ci95(ratios)
+                        s["tratio_" + m + "_repeats"] = ratios
                 summary["%s/%s/%d/%s/%s" % (backend, bs, qd, rw, arm)] = s
     return summary, arms, kept
 
@@ -246,19 +319,21 @@ def fmt(x, nd=2):
     return "%.*f" % (nd, x)
 
 
-def fmt_cell(s, m="mbps"):
-    if not s or s.get("ratio_" + m) is None:
+def fmt_cell(s, m="mbps", r="ratio"):
+    """A cell: median ratio (cv, 95% CI); r "tratio" for arm / tapdisk."""
+    if not s or s.get(r + "_" + m) is None:
         return "n/a"
-    c = s.get("ratio_%s_cv" % m)
-    ci = s.get("ratio_%s_ci95" % m)
-    return "%.2f (%s%s)" % (s["ratio_" + m],
+    c = s.get("%s_%s_cv" % (r, m))
+    ci = s.get("%s_%s_ci95" % (r, m))
+    return "%.2f (%s%s)" % (s[r + "_" + m],
                             "cv %.0f%%" % (100 * c) if c is not None else "-",
                             ", CI %.2f-%.2f" % tuple(ci) if ci else "")
 
 
-def table(summary, backend, arm, cells, rws=SEQ_RW, m="mbps"):
+def table(summary, backend, arm, cells, rws=SEQ_RW, m="mbps", r="ratio"):
     """The seeds' table: | block size | queue depth | read | write |, or
-    the random grid's (randread, randwrite, randrw; ratios of IOPS)"""
+    the random grid's (randread, randwrite, randrw; ratios of IOPS);
+    r "tratio": arm / tapdisk instead of arm / upstream"""
     lines = ["| block size | queue depth | " + " | ".join(rws) + " |",
              "|:-----------|------------:|" + "-----:|" * len(rws)]
     vals = []
@@ -269,9 +344,9 @@ def table(summary, backend, arm, cells, rws=SEQ_RW, m="mbps"):
         cols = []
         for rw in rws:
             s = summary.get("%s/%s/%d/%s/%s" % (backend, bs, qd, rw, arm))
-            cols.append(fmt_cell(s, m))
-            if s and s.get("ratio_" + m) is not None:
-                vals.append(s["ratio_" + m])
+            cols.append(fmt_cell(s, m, r))
+            if s and s.get(r + "_" + m) is not None:
+                vals.append(s[r + "_" + m])
         lines.append("| %s | %d | %s |" % (bs, qd, " | ".join(cols)))
     if vals:
         lines.append("")
@@ -280,6 +355,58 @@ def table(summary, backend, arm, cells, rws=SEQ_RW, m="mbps"):
                      % (len(vals), median(vals),
                         sum(1 for v in vals if v >= 1.0), len(vals)))
     return lines
+
+
+def tapdisk_table(summary, arm, cells):
+    """ARM / tapdisk on the file backend, in the seed's layout, each cell
+    beside the seed's figure (SEED_OF_ARM), then the median across cells,
+    the cells at parity and the agreement with the seed: cells on the
+    same side of 1.00, Spearman's rank correlation. Returns (lines,
+    stats)."""
+    seed = SEED_OF_ARM.get(arm)
+    hdr = "| block size | queue depth | read | %sread | write | %swrite |"
+    sl = "seed %s " % seed if seed else ""
+    lines = [hdr % (sl, sl) if seed else
+             "| block size | queue depth | read | write |",
+             "|:-----------|------------:|" +
+             ("-----:|" * (4 if seed else 2))]
+    ours, theirs = [], []
+    rows = sorted({(bs, qd) for bs, qd, rw in cells if rw in SEQ_RW},
+                  key=lambda c: (c[1], BS_ORDER.index(c[0])
+                                 if c[0] in BS_ORDER else 99))
+    for bs, qd in rows:
+        cols = []
+        for rw in SEQ_RW:
+            s = summary.get("file/%s/%d/%s/%s" % (bs, qd, rw, arm))
+            cols.append(fmt_cell(s, "mbps", "tratio"))
+            sv = seed_value(seed, bs, qd, rw) if seed else None
+            if seed:
+                cols.append(fmt(sv))
+            if s and s.get("tratio_mbps") is not None:
+                if sv is not None or not seed:
+                    ours.append(s["tratio_mbps"])
+                    theirs.append(sv)
+        lines.append("| %s | %d | %s |" % (bs, qd, " | ".join(cols)))
+    st = {"n": len(ours)}
+    if ours:
+        st["median"] = median(ours)
+        st["parity"] = sum(1 for v in ours if v >= 1.0)
+        lines += ["", "Median across the %d cells is %.2f, with %d of %d "
+                  "at or above parity (ratio >= 1.00)."
+                  % (len(ours), st["median"], st["parity"], len(ours))]
+    if ours and seed:
+        same = sum(1 for a, b in zip(ours, theirs)
+                   if (a >= 1.0) == (b >= 1.0))
+        rho = spearman(ours, theirs)
+        st.update(seed_median=median(theirs), seed_parity=sum(
+            1 for v in theirs if v >= 1.0), same_side=same, spearman=rho)
+        lines.append("The seed's %s table: median %.2f, %d of %d at parity. "
+                     "Agreement: %d of %d cells on the same side of 1.00; "
+                     "Spearman rank correlation %s."
+                     % (seed, st["seed_median"], st["seed_parity"],
+                        len(theirs), same, len(ours),
+                        fmt(rho) if rho is not None else "n/a"))
+    return lines, st
 
 
 def get(summary, backend, bs, qd, rw, arm, m):
@@ -296,6 +423,25 @@ def target(desc, values, ok):
     return "- %s: **%s** (%s)" % (desc, "met" if met else "not met",
                                   ", ".join("%s %s" % (lbl, fmt(v))
                                             for lbl, v in have))
+
+
+def tapdisk_targets(summary, arms, cells):
+    """Issue 13's targets for fork / tapdisk over the seed's cells."""
+    if "fork" not in arms or "tapdisk" not in arms:
+        return []
+    vals = [("%s QD%d %s" % c, get(summary, "file", *c, "fork",
+                                   "tratio_mbps"))
+            for c in cells if c[2] in SEQ_RW and c[:2] in SEED_TABLES["after"]]
+    have = [v for _, v in vals if v is not None]
+    out = [target("fork / tapdisk: median across the seed's cells >= %.2f"
+                  % TAPDISK_MEDIAN_TARGET,
+                  [("median", median(have) if have else None)],
+                  lambda v: v >= TAPDISK_MEDIAN_TARGET),
+           target("fork / tapdisk: no cell below 1.00",
+                  [(lbl, v) for lbl, v in vals if v is not None and v < 1.0]
+                  or [("lowest", min(have) if have else None)],
+                  lambda v: v >= 1.0)]
+    return out
 
 
 def targets(summary, backend, arms, cells):
@@ -450,6 +596,11 @@ def write_results(out):
           % (cfg.get("mode"), cfg.get("repeats"),
              ",".join(map(str, kept)), cfg.get("ramp"), cfg.get("runtime"),
              cfg.get("poll_ns")),
+          "- file disk of the QEMU arms: %s; store: %s"
+          % ("xl's direct-io-safe (O_DIRECT, aio=native)"
+             if cfg.get("direct_io_safe") == "1" else
+             "libxl's default (buffered, aio=threads)",
+             cfg.get("store", "tmpfs")),
           "- machine: %s, %s CPUs, %s; %s"
           % (cpu.group(1).strip() if cpu else "?", meta.get("nproc"),
              meta.get("meminfo", "").replace("MemTotal:", "RAM").strip(),
@@ -478,10 +629,35 @@ def write_results(out):
               "ones), with its coefficient of variation and a "
               "distribution-free 95% confidence interval of the median "
               "(order statistics; shown from 6 kept repeats up).")
+    tables = {}
     for backend in BACKENDS:
         md += ["", "## Backend %s: %s" % (backend, BACKEND_DESC[backend])]
+        if backend == "file" and "tapdisk" in arms:
+            md += ["", "### QEMU / tapdisk: the seed's tables", "",
+                   "The seed's orientation: each cell is the median of the "
+                   "per-repeat ratio QEMU arm / tapdisk (MB/s), both served "
+                   "seconds apart in every repeat; beside it the seed's own "
+                   "figure (real Xen, XenServer 9): its \"before\" table "
+                   "beside upstream / tapdisk, its \"after\" table (with "
+                   "XenServer's fixes) beside fork / tapdisk. tapdisk: %s, "
+                   "polling-duration %s us, polling-idle-threshold %s%%."
+                   % (meta.get("qemu-version-tapdisk", "?"),
+                      cfg.get("tapdisk_poll_us", "?"),
+                      cfg.get("tapdisk_idle_threshold", "?"))]
+            for arm in [a for a in arms if a not in ("tapdisk",
+                                                     "reference")]:
+                lines, st = tapdisk_table(summary, arm, cells)
+                tables[arm] = st
+                md += ["", "#### %s / tapdisk" % arm, ""] + lines
+                if any(c[2] in RAND_RW for c in cells):
+                    md += ["", "Random (IOPS ratio %s / tapdisk; the seed "
+                           "has no random grid):" % arm, ""]
+                    md += table(summary, backend, arm, cells, RAND_RW,
+                                "iops", "tratio")
+            md += ["", "#### Targets (issue 13)", ""]
+            md += tapdisk_targets(summary, arms, cells)
         for arm in arms:
-            if arm == "upstream":
+            if arm == "upstream" or (arm == "tapdisk" and backend != "file"):
                 continue
             md += ["", "### %s / upstream" % arm, ""]
             if any(c[2] in SEQ_RW for c in cells):
@@ -497,21 +673,32 @@ def write_results(out):
                "ctx/IO: guest (fio) context switches; kicks/IO: guest->"
                "backend notifications; be-notif/IO: backend->guest "
                "notifications; blkif/IO: ring requests; blk-req/IO: "
-               "block-layer requests (query-blockstats operations - merged); "
+               "block-layer requests (query-blockstats operations - merged; "
+               "n/a for tapdisk, which has no such counter); "
                "iot: the disk's IOThread (CPU us per I/O, utilisation over "
-               "the run, voluntary context switches per I/O).", ""]
+               "the run, voluntary context switches per I/O), for tapdisk "
+               "its one thread.", ""]
         md += metric_table(summary, backend, arms, cells)
     md.append("")
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write("\n".join(md))
+    if tables:
+        res["tapdisk_tables"] = tables
+        with open(os.path.join(out, "results.json"), "w") as f:
+            json.dump(res, f, indent=1, sort_keys=True)
 
     # chart: ratio to upstream per cell (clustered bars, one per QEMU arm;
     # the reference arm is left out, its ratios dwarf the others and are
     # in the tables), one panel per backend
-    ratio_arms = [a for a in arms if a not in ("upstream", "reference")]
+    # (tapdisk only serves the file backend: each panel has its arms)
+    panel_arms = {b: [a for a in arms if a not in ("upstream", "reference")
+                      and any(get(summary, b, *c, a, "ratio_mbps")
+                              is not None for c in cells)]
+                  for b in BACKENDS}
     labels = ["%s/QD%d/%s" % (bs, qd, RW_LABEL[rw]) for bs, qd, rw in cells]
     with open(os.path.join(out, "chart.dat"), "w") as f:
         for backend in BACKENDS:
+            ratio_arms = panel_arms[backend]
             f.write("# backend %s: label %s\n" % (backend,
                                                   " ".join(ratio_arms)))
             for i, (bs, qd, rw) in enumerate(cells):
@@ -536,7 +723,7 @@ def write_results(out):
     for bi, backend in enumerate(BACKENDS):
         gp.append('set title "%s"' % BACKEND_DESC[backend].replace('"', ""))
         plots = ['"chart.dat" index %d using %d:xtic(1) title "%s"'
-                 % (bi, 2 + j, a) for j, a in enumerate(ratio_arms)]
+                 % (bi, 2 + j, a) for j, a in enumerate(panel_arms[backend])]
         gp.append("plot " + ", ".join(plots))
     gp.append("unset multiplot")
     with open(os.path.join(out, "chart.gp"), "w") as f:
@@ -559,8 +746,8 @@ def check(out):
         assert r["iops"] > 0 and r["mbps"] > 0, "zero IOPS: " + where
         if r["arm"] != "reference":
             assert r.get("engine_ios", 0) > 0, "no guest I/O: " + where
-            for k in ("notifies_per_io", "blk_requests_per_io",
-                      "iothread_cpu_us_per_io"):
+            for k in ("notifies_per_io", "iothread_cpu_us_per_io") + (
+                    () if r["arm"] == "tapdisk" else ("blk_requests_per_io",)):
                 v = r.get(k)
                 assert v is not None and math.isfinite(v) and v >= 0, \
                     "bad %s: %s" % (k, where)
@@ -572,6 +759,16 @@ def check(out):
         n += 1
     md = open(os.path.join(out, "results.md")).read()
     assert "| block size | queue depth |" in md
+    if any(r["arm"] == "tapdisk" for r in runs):
+        for arm in ("upstream", "fork"):
+            if not any(r["arm"] == arm for r in runs):
+                continue
+            t = res.get("tapdisk_tables", {}).get(arm, {})
+            assert t.get("n", 0) > 0 and math.isfinite(t["median"]), \
+                "no %s / tapdisk table" % arm
+            assert "#### %s / tapdisk" % arm in md
+            print("bench check: %s / tapdisk median %.2f over %d cells "
+                  "(reported, not a guard)" % (arm, t["median"], t["n"]))
     with open(os.path.join(out, "chart.png"), "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n", "chart.png is not a PNG"
     print("bench check: %d runs, %d ratios, files present: OK"

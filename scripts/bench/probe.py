@@ -3,6 +3,7 @@
 before and after each fio run (scripts/bench/guest.sh).
 
 Usage: probe.py QMP_SOCKET QEMU_PID > snapshot.json
+       probe.py --tapdisk TAPDISK_PID > snapshot.json
 
 Prints one JSON object:
   blockstats  query-blockstats, per device (qdev path), the raw "stats"
@@ -14,6 +15,13 @@ Prints one JSON object:
               cpu_ns of the main thread only (schedstat is per task)
   clk_tck     ticks per second
   time        CLOCK_MONOTONIC seconds
+
+A tapdisk (the bench's tapdisk arm) is one thread that does what the
+disk's IOThread does in QEMU: --tapdisk gives the same object with that
+thread under iothreads["xvda"] (poll-max-ns null: tapdisk's polling is
+the VBD's polling-duration), the process under "qemu", and blockstats
+null (tapdisk has no query-blockstats; the analysis leaves the
+block-layer metric out).
 
 QMP (the libxl-cmd monitor xensim gives QEMU) serves one client at a time;
 the session's guest script is its only client.
@@ -115,7 +123,26 @@ def snapshot(qmp_path, qemu_pid):
     return out
 
 
+def tapdisk_snapshot(pid):
+    task = "/proc/%d/task/%d" % (pid, pid)
+    ut, st = proc_stat(task + "/stat")
+    vol, nonvol = proc_ctxt(task + "/status")
+    put, pst = proc_stat("/proc/%d/stat" % pid)
+    return {"time": time.monotonic(), "clk_tck": os.sysconf("SC_CLK_TCK"),
+            "blockstats": None,
+            "iothreads": {"xvda": {
+                "thread-id": pid, "poll-max-ns": None, "utime": ut,
+                "stime": st, "cpu_ns": proc_cpu_ns(task + "/schedstat"),
+                "vol_ctxt": vol, "nonvol_ctxt": nonvol}},
+            "qemu": {"pid": pid, "utime": put, "stime": pst,
+                     "cpu_ns": proc_cpu_ns("/proc/%d/schedstat" % pid)}}
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--tapdisk":
+        json.dump(tapdisk_snapshot(int(sys.argv[2])), sys.stdout)
+        sys.stdout.write("\n")
+        return
     if len(sys.argv) >= 3 and sys.argv[1] == "--qom-set-poll":
         # probe.py --qom-set-poll QMP ID NS: set an IOThread's poll-max-ns
         q = QMP(sys.argv[2])

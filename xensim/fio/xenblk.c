@@ -225,6 +225,29 @@ static int xenblk_ids(struct thread_data *td, long *domid, long *devid)
 }
 
 /*
+ * The disk's size when the backend publishes it only at Connected, as
+ * Linux blkback and tapback do (QEMU's xen-block writes it at realize):
+ * connect, read it, close; the backend goes back to InitWait when the
+ * job's blkfront connects. *@ssize gets the sector size.
+ */
+static int xenblk_probe_size(struct thread_data *td, xensim_domu *d,
+                             xensim_xs *xs, long devid, uint64_t *sectors,
+                             uint64_t *ssize)
+{
+    struct xenblk_options *o = td->eo;
+    struct blkfront_opts bo = { .devid = devid, .timeout_ms = o->timeout_ms };
+    blkfront *bf = blkfront_connect(d, xs, &bo);
+
+    if (!bf) {
+        return -1;
+    }
+    *sectors = blkfront_info(bf)->sectors;
+    *ssize = blkfront_info(bf)->sector_size;
+    blkfront_close(bf);
+    return 0;
+}
+
+/*
  * Runs in fio's main process: validate options and learn the disk size
  * from the backend's nodes (read through a short-lived xenstore
  * connection; the job process makes its own in ->init).
@@ -235,7 +258,7 @@ static int xenblk_setup(struct thread_data *td)
     enum blkfront_protocol proto;
     xensim_domu *d = NULL;
     xensim_xs *xs = NULL;
-    uint64_t sectors, ssize;
+    uint64_t sectors, ssize = 0;
     char *path = NULL, *be = NULL;
     long domid, devid;
     int ret = 1;
@@ -284,15 +307,17 @@ static int xenblk_setup(struct thread_data *td)
                             NULL);
         g_free(path);
         path = g_strdup_printf("%s/sectors", be);
-        if (xensim_xs_read_u64(xs, XENSIM_XBT_NULL, path, &sectors) < 0) {
-            log_err("xenblk: backend %s has no size (%s): is QEMU "
-                    "running?\n", be, strerror(errno));
+        if (xensim_xs_read_u64(xs, XENSIM_XBT_NULL, path, &sectors) < 0 &&
+            xenblk_probe_size(td, d, xs, devid, &sectors, &ssize) < 0) {
+            log_err("xenblk: backend %s has no size (%s): is its "
+                    "backend (QEMU, tapdisk) running?\n", be,
+                    strerror(errno));
             goto out;
         }
     }
     g_free(path);
     path = g_strdup_printf("%s/sector-size", be);
-    if (xensim_xs_read_u64(xs, XENSIM_XBT_NULL, path, &ssize) < 0) {
+    if (!ssize && xensim_xs_read_u64(xs, XENSIM_XBT_NULL, path, &ssize) < 0) {
         ssize = 512;
     }
 

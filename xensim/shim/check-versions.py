@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # Check libxensim-shim.so's exports: each xen*/xc_* symbol must carry the
 # version node the real library gives it, and every such symbol imported
-# by the given binaries (QEMU, xenstored; skipped if absent) is exported.
+# by the given binaries (QEMU, xenstored, tapdisk; skipped if absent) is
+# exported.
 import glob
 import os
 import subprocess

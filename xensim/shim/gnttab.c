@@ -7,7 +7,8 @@
  * Maps go through xensim_grant_map() (one contiguous mmap of the
  * granter's memory file), copies through xensim_grant_copy() (memcpy
  * from the granter's memory, mapped once per process): no syscall per
- * copy. The caller is always domain 0.
+ * copy. The caller is always domain 0. shim_grant_copy() also serves
+ * the raw IOCTL_GNTDEV_GRANT_COPY (gntdev.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -173,8 +174,8 @@ static int16_t shim_copy_seg(xensim *xs, xengnttab_grant_copy_segment_t *seg)
     return GNTST_okay;
 }
 
-int xengnttab_grant_copy(xengnttab_handle *xgt, uint32_t count,
-                         xengnttab_grant_copy_segment_t *segs)
+int shim_grant_copy(xensim *xs, uint32_t count,
+                    xengnttab_grant_copy_segment_t *segs)
 {
     uint32_t i;
 
@@ -186,7 +187,13 @@ int xengnttab_grant_copy(xengnttab_handle *xgt, uint32_t count,
         }
     }
     for (i = 0; i < count; i++) {
-        segs[i].status = shim_copy_seg(xgt->xs, &segs[i]);
+        segs[i].status = shim_copy_seg(xs, &segs[i]);
     }
     return 0;
+}
+
+int xengnttab_grant_copy(xengnttab_handle *xgt, uint32_t count,
+                         xengnttab_grant_copy_segment_t *segs)
+{
+    return shim_grant_copy(xgt->xs, count, segs);
 }

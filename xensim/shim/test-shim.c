@@ -13,8 +13,12 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include <stdint.h>
+#include <xen/sys/gntdev.h>
 
 #include <glib.h>
 #include <xenctrl.h>
@@ -163,6 +167,79 @@ static void test_gnttab(void)
     g_assert_cmpint(xengnttab_close(xgt), ==, 0);
 }
 
+/*
+ * tapdisk's grant copy: its own open() of /dev/xen/gntdev and the raw
+ * IOCTL_GNTDEV_GRANT_COPY, with gntdev's all-or-nothing check of the
+ * segments; tapback's access() of the device.
+ */
+static void test_gntdev(void)
+{
+    grant_entry_v1_t *gt = xensim_gnttab(xs, 1);
+    uint8_t *mem = xensim_domain_mem(xs, 1, NULL);
+    struct ioctl_gntdev_grant_copy_segment seg[2];
+    struct ioctl_gntdev_grant_copy copy = { .count = 2, .segments = seg };
+    uint8_t buf[512];
+    int fd;
+
+    g_assert_cmpint(access("/dev/xen/gntdev", F_OK), ==, 0);
+    g_assert_cmpint(access("/dev/xen/nothing-else", F_OK), ==, -1);
+    fd = open("/dev/xen/gntdev", O_NONBLOCK);
+    g_assert_cmpint(fd, >=, 0);
+
+    gt[50].domid = 0;
+    gt[50].frame = 20;
+    __atomic_store_n(&gt[50].flags, GTF_permit_access, __ATOMIC_RELEASE);
+    gt[51].domid = 0;
+    gt[51].frame = 21;
+    __atomic_store_n(&gt[51].flags, GTF_permit_access | GTF_readonly,
+                     __ATOMIC_RELEASE);
+    memset(mem + 20 * XC_PAGE_SIZE, 'r', XC_PAGE_SIZE);
+
+    /* A blkif write: one segment from the guest, sectors 1-1 of a page. */
+    memset(seg, 0, sizeof(seg));
+    seg[0].flags = GNTCOPY_source_gref;
+    seg[0].source.foreign.domid = 1;
+    seg[0].source.foreign.ref = 50;
+    seg[0].source.foreign.offset = 512;
+    seg[0].dest.virt = buf;
+    seg[0].len = 512;
+    /* A blkif read into a read-only grant: denied, per segment. */
+    seg[1].flags = GNTCOPY_dest_gref;
+    seg[1].dest.foreign.domid = 1;
+    seg[1].dest.foreign.ref = 51;
+    seg[1].source.virt = buf;
+    seg[1].len = 512;
+    g_assert_cmpint(ioctl(fd, IOCTL_GNTDEV_GRANT_COPY, &copy), ==, 0);
+    g_assert_cmpint(seg[0].status, ==, GNTST_okay);
+    g_assert_cmpint(seg[1].status, ==, GNTST_permission_denied);
+    g_assert_cmpint(buf[0], ==, 'r');
+    g_assert_cmpint(buf[511], ==, 'r');
+
+    /* Beyond the page: EINVAL for the whole call, nothing copied. */
+    memset(buf, 'w', sizeof(buf));
+    seg[0].flags = GNTCOPY_dest_gref;
+    seg[0].dest.foreign = seg[0].source.foreign;
+    seg[0].source.virt = buf;
+    seg[1].dest.foreign.ref = 50;
+    seg[1].dest.foreign.offset = XC_PAGE_SIZE - 256;
+    g_assert_cmpint(ioctl(fd, IOCTL_GNTDEV_GRANT_COPY, &copy), ==, -1);
+    g_assert_cmpint(errno, ==, EINVAL);
+    g_assert_cmpint(mem[20 * XC_PAGE_SIZE + 512], ==, 'r');
+    /* ... and the same copy, in range, reaches the guest. */
+    seg[1].dest.foreign.offset = 0;
+    g_assert_cmpint(ioctl(fd, IOCTL_GNTDEV_GRANT_COPY, &copy), ==, 0);
+    g_assert_cmpint(mem[20 * XC_PAGE_SIZE + 512], ==, 'w');
+    g_assert_cmpint(mem[20 * XC_PAGE_SIZE], ==, 'w');
+
+    /* Other gntdev requests are not served; other fds reach the kernel. */
+    g_assert_cmpint(ioctl(fd, IOCTL_GNTDEV_SET_MAX_GRANTS, buf), ==, -1);
+    g_assert_cmpint(errno, ==, ENOSYS);
+    close(fd);
+    g_assert_cmpint(ioctl(0 /* stdin */, IOCTL_GNTDEV_GRANT_COPY, &copy),
+                    ==, -1);
+    g_assert_cmpint(errno, !=, ENOSYS);
+}
+
 static void test_ctrl(void)
 {
     xc_interface *xch = xc_interface_open(NULL, NULL, 0);
@@ -238,6 +315,7 @@ int main(int argc, char **argv)
     g_test_add_func("/xensim/shim/bindings", test_bindings);
     g_test_add_func("/xensim/shim/evtchn", test_evtchn);
     g_test_add_func("/xensim/shim/gnttab", test_gnttab);
+    g_test_add_func("/xensim/shim/gntdev", test_gntdev);
     g_test_add_func("/xensim/shim/ctrl", test_ctrl);
     g_test_add_func("/xensim/shim/xsd", test_xsd);
     ret = g_test_run();

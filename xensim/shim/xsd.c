@@ -5,7 +5,8 @@
  * dom0 kernel here, so open() of exactly these two paths is redirected to
  * the simulated host: the port is domains[0].xenstore_port (an unbound
  * dom0 port offered to dom0) and the page is $XENSIM_DIR/dom0.xsd_kva.
- * Every other open() goes straight to openat().
+ * open() of /dev/xen/gntdev goes to gntdev.c (tapdisk opens the grant
+ * device itself). Every other open() goes straight to openat().
  *
  * Copyright (c) 2026 The xenblk fork authors
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -71,6 +72,9 @@ static int xsd_open(const char *path, int flags, mode_t mode)
     if (!strncmp(path, "/proc/xen/", 10) && !strcmp(path, XSD_KVA_PATH)) {
         xs = shim_host();
         return xs ? xsd_kva_open(xs, flags) : -1;
+    }
+    if (!strncmp(path, "/dev/xen/", 9) && !strcmp(path, "/dev/xen/gntdev")) {
+        return shim_gntdev_open(flags);
     }
     return openat(AT_FDCWD, path, flags, mode);
 }

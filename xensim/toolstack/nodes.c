@@ -8,7 +8,8 @@
  * The layout follows libxl (tools/libs/light/ in xen.git):
  * libxl__domain_make() and libxl__build_post() for the domain,
  * device_disk_add() and libxl__device_generic_add() for a disk, and
- * docs/misc/xenstore-paths.pandoc for what each node means. QEMU's
+ * docs/misc/xenstore-paths.pandoc for what each node means. A vbd3 disk
+ * follows XenServer's xenopsd instead (xensim_ts_vbd3_nodes()). QEMU's
  * xen-bus (hw/xen/xen-bus.c) enumerates backend/qdisk/<domid>/<devid>
  * when online=1 and state=1, and xen-block (hw/block/xen-block.c) reads
  * params, mode, dev, device-type, discard-enable and direct-io-safe.
@@ -235,6 +236,12 @@ char *xensim_ts_backend_path(uint32_t domid, int devid)
                            domid, devid);
 }
 
+char *xensim_ts_vbd3_backend_path(uint32_t domid, int devid)
+{
+    return g_strdup_printf("/local/domain/0/backend/vbd3/%u/%d",
+                           domid, devid);
+}
+
 char *xensim_ts_frontend_path(uint32_t domid, int devid)
 {
     return g_strdup_printf("/local/domain/%u/device/vbd/%d", domid, devid);
@@ -403,4 +410,79 @@ fail:
         return false;
     }
     return true;
+}
+
+GPtrArray *xensim_ts_vbd3_nodes(uint32_t backend_domid, uint32_t domid,
+                                const xensim_ts_disk *disk,
+                                const char *nbd_path, int *devid,
+                                GError **errp)
+{
+    const char *vdev = disk->vdev ? disk->vdev : XENSIM_TS_DEFAULT_VDEV;
+    g_autofree char *be = NULL;
+    g_autofree char *fe = NULL;
+    GPtrArray *a;
+    xensim_ts_node *n;
+    int id;
+
+    id = xensim_ts_vdev_to_devid(vdev);
+    if (id < 0) {
+        g_set_error(errp, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                    "invalid virtual disk identifier '%s'", vdev);
+        return NULL;
+    }
+    if (disk->format && strcmp(disk->format, "raw")) {
+        g_set_error(errp, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                    "vbd3 disk format '%s': only raw (tapdisk's aio)",
+                    disk->format);
+        return NULL;
+    }
+    if (disk->cdrom) {
+        g_set_error(errp, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                    "vbd3 cdrom: not supported here");
+        return NULL;
+    }
+    be = g_strdup_printf("/local/domain/%u/backend/vbd3/%u/%d",
+                         backend_domid, domid, id);
+    fe = xensim_ts_frontend_path(domid, id);
+    a = g_ptr_array_new_with_free_func(node_free);
+
+    /* Generic.add_device: the frontend, guest-owned, backend may read. */
+    n = node_add(a, g_strdup(fe), NULL);
+    node_perms(n, domid, backend_domid, XS_PERM_READ);
+    n->fresh = true;
+#define FRONT(k, v) \
+    node_perms(node_add(a, g_strdup_printf("%s/" k, fe), (v)), domid, \
+               backend_domid, XS_PERM_READ)
+    FRONT("backend", g_strdup(be));
+    FRONT("backend-id", g_strdup_printf("%u", backend_domid));
+    FRONT("state", g_strdup_printf("%d", XENSIM_XENBUS_INITIALISING));
+    FRONT("virtual-device", g_strdup_printf("%d", id));
+    FRONT("device-type", g_strdup("disk"));
+#undef FRONT
+
+    /* ... and the backend, owned by its domain, the guest may read. */
+    n = node_add(a, g_strdup(be), NULL);
+    node_perms(n, backend_domid, domid, XS_PERM_READ);
+    n->fresh = true;
+#define BACK(k, v) node_add(a, g_strdup_printf("%s/" k, be), (v))
+    BACK("frontend", g_strdup(fe));
+    /* xapi's extra backend keys, then add_async's own. */
+    BACK("sm-data/backend-kind", g_strdup("vbd3"));
+    BACK("polling-duration", g_strdup_printf("%d", disk->polling_duration_us));
+    BACK("polling-idle-threshold",
+         g_strdup_printf("%d", disk->polling_idle_threshold));
+    BACK("frontend-id", g_strdup_printf("%u", domid));
+    BACK("online", g_strdup("1"));
+    BACK("removable", g_strdup("0"));
+    BACK("state", g_strdup_printf("%d", XENSIM_XENBUS_INITIALISING));
+    BACK("dev", g_strdup(vdev));
+    BACK("type", g_strdup("phy"));
+    BACK("mode", g_strdup(disk->readonly ? "r" : "w"));
+    BACK("params", g_strdup_printf("nbd:unix:%s", nbd_path));
+#undef BACK
+
+    if (devid) {
+        *devid = id;
+    }
+    return a;
 }

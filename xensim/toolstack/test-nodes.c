@@ -1,6 +1,7 @@
 /*
  * Unit tests of the xenstore layout the toolstack writes: libxl's paths,
- * values and permissions for a PV domain and a qdisk disk.
+ * values and permissions for a PV domain and a qdisk disk, and xenopsd's
+ * for a vbd3 disk.
  *
  * Copyright (c) 2026 The xenblk fork authors
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -168,6 +169,85 @@ static void test_disk(void)
     g_assert_cmpint(nfe, ==, G_N_ELEMENTS(fe_keys));
 }
 
+/* xenopsd's vbd3 nodes (Device.Vbd.add_async), tapdisk's NBD socket. */
+static void test_vbd3(void)
+{
+    static const char *const be_keys[] = {
+        "frontend", "sm-data/backend-kind", "polling-duration",
+        "polling-idle-threshold", "frontend-id", "online", "removable",
+        "state", "dev", "type", "mode", "params",
+    };
+    static const char *const fe_keys[] = {
+        "backend", "backend-id", "state", "virtual-device", "device-type",
+    };
+    const char *be = "/local/domain/0/backend/vbd3/2/51728";
+    const char *fe = "/local/domain/2/device/vbd/51728";
+    xensim_ts_disk disk = {
+        .backend = XENSIM_TS_BACKEND_VBD3, .target = "/img/c.raw",
+        .vdev = "xvdb", .polling_duration_us = 8000,
+        .polling_idle_threshold = 50,
+    };
+    xensim_ts_disk bad = disk;
+    g_autoptr(GPtrArray) a = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autofree char *bpath = xensim_ts_vbd3_backend_path(2, 51728);
+    xensim_ts_node *n;
+    guint i, ibe, ife;
+    int devid = -1, nbe = 0, nfe = 0;
+
+    g_assert_cmpstr(bpath, ==, be);
+    a = xensim_ts_vbd3_nodes(0, 2, &disk, "/run/blktap-control/nbd7.0",
+                             &devid, &err);
+    g_assert_no_error(err);
+    g_assert_cmpint(devid, ==, 51728);
+
+    n = find(a, be, &ibe);
+    g_assert_true(n->fresh);
+    assert_perms(n, 0, 2);
+    assert_value(a, "/local/domain/0/backend/vbd3/2/51728/params",
+                 "nbd:unix:/run/blktap-control/nbd7.0");
+    assert_value(a, "/local/domain/0/backend/vbd3/2/51728/polling-duration",
+                 "8000");
+    assert_value(a, "/local/domain/0/backend/vbd3/2/51728/"
+                 "polling-idle-threshold", "50");
+    assert_value(a, "/local/domain/0/backend/vbd3/2/51728/type", "phy");
+    assert_value(a, "/local/domain/0/backend/vbd3/2/51728/state", "1");
+    assert_value(a, "/local/domain/0/backend/vbd3/2/51728/mode", "w");
+    assert_value(a, "/local/domain/0/backend/vbd3/2/51728/frontend", fe);
+    n = find(a, fe, &ife);
+    g_assert_true(n->fresh);
+    assert_perms(n, 2, 0);
+    assert_value(a, "/local/domain/2/device/vbd/51728/backend", be);
+    assert_value(a, "/local/domain/2/device/vbd/51728/virtual-device",
+                 "51728");
+
+    /* exactly xenopsd's keys; the frontend's readable by the backend */
+    for (i = 0; i < a->len; i++) {
+        n = g_ptr_array_index(a, i);
+        if (g_str_has_prefix(n->path, be) && n->path[strlen(be)] == '/') {
+            g_assert_true(g_strv_contains(be_keys, n->path + strlen(be) + 1));
+            g_assert_cmpuint(i, >, ibe);
+            nbe++;
+        }
+        if (g_str_has_prefix(n->path, fe) && n->path[strlen(fe)] == '/') {
+            g_assert_true(g_strv_contains(fe_keys, n->path + strlen(fe) + 1));
+            assert_perms(n, 2, 0);
+            nfe++;
+        }
+    }
+    g_assert_cmpint(nbe, ==, G_N_ELEMENTS(be_keys));
+    g_assert_cmpint(nfe, ==, G_N_ELEMENTS(fe_keys));
+
+    /* tapdisk's aio: serves raw images; no cdrom here */
+    bad.format = "qcow2";
+    g_assert_null(xensim_ts_vbd3_nodes(0, 2, &bad, "x", NULL, &err));
+    g_clear_error(&err);
+    bad = disk;
+    bad.cdrom = true;
+    g_assert_null(xensim_ts_vbd3_nodes(0, 2, &bad, "x", NULL, &err));
+    g_clear_error(&err);
+}
+
 static void test_disk_options(void)
 {
     xensim_ts_disk disk = {
@@ -292,6 +372,7 @@ int main(int argc, char **argv)
     g_test_add_func("/toolstack/nodes/format", test_format);
     g_test_add_func("/toolstack/nodes/disk", test_disk);
     g_test_add_func("/toolstack/nodes/disk-options", test_disk_options);
+    g_test_add_func("/toolstack/nodes/vbd3", test_vbd3);
     g_test_add_func("/toolstack/nodes/disk-defaults", test_disk_defaults);
     g_test_add_func("/toolstack/nodes/disk-invalid", test_disk_invalid);
     g_test_add_func("/toolstack/nodes/domain", test_domain);

@@ -23,12 +23,19 @@
 #include "xensim/toolstack.h"
 #include "ts-int.h"
 
+struct ts_disk {
+    int devid;
+    xensim_ts_backend backend;
+    pid_t tapdisk;              /* vbd3: its tapdisk; 0: none, -1: died */
+    int minor;                  /* vbd3: the tapdisk's minor */
+};
+
 struct ts_domain {
     bool live;
     char *name;
     char *uuid;
     uint64_t mem_mb;
-    GArray *devids;             /* int: disks added */
+    GArray *disks;              /* struct ts_disk: disks added */
     pid_t qemu_pid;             /* 0: none; -1: reaped */
     int qemu_status;
 };
@@ -43,6 +50,7 @@ struct xensim_ts {
     pid_t xenstored_pid;
     int xenstored_status;
     struct xs_handle *xsh;
+    ts_blktap *blktap;          /* opts.blktap */
     struct ts_domain dom[XENSIM_MAX_DOMAINS];
 };
 
@@ -165,6 +173,14 @@ xensim_ts *xensim_ts_start(const xensim_ts_opts *opts, GError **errp)
     if (!ts->log_dir) {
         goto fail;
     }
+    if (opts->blktap) {
+        /* First: still one thread and no child (toolstack.h, blktap). */
+        ts->blktap = ts_blktap_new(opts->blktap_prefix, ts->run_dir,
+                                   ts->log_dir, errp);
+        if (!ts->blktap) {
+            goto fail;
+        }
+    }
 
     ts->hv = xensim_create(ts->run_dir);
     if (!ts->hv) {
@@ -191,6 +207,11 @@ xensim_ts *xensim_ts_start(const xensim_ts_opts *opts, GError **errp)
         goto fail;
     }
     if (!ts_init_dom0(ts, errp)) {
+        goto fail;
+    }
+    /* XenServer's boot: cpumond and tapback after xenstored. */
+    if (ts->blktap && !ts_blktap_start(ts->blktap, ts->run_dir, ts->shim,
+                                       ts->socket, errp)) {
         goto fail;
     }
     return ts;
@@ -264,7 +285,7 @@ bool xensim_ts_domain_create(xensim_ts *ts, uint32_t domid,
     d->name = g_strdup(name);
     d->uuid = g_uuid_string_random();
     d->mem_mb = mem_mb;
-    d->devids = g_array_new(FALSE, FALSE, sizeof(int));
+    d->disks = g_array_new(FALSE, FALSE, sizeof(struct ts_disk));
 
     if (xensim_domain_info(ts->hv, domid, &info) < 0) {
         return ts_errno(errp, "xensim_domain_info");
@@ -283,35 +304,154 @@ bool xensim_ts_domain_create(xensim_ts *ts, uint32_t domid,
     return true;
 }
 
+static struct ts_disk *ts_disk_find(struct ts_domain *d, int devid)
+{
+    guint i;
+
+    for (i = 0; d->disks && i < d->disks->len; i++) {
+        struct ts_disk *k = &g_array_index(d->disks, struct ts_disk, i);
+
+        if (k->devid == devid) {
+            return k;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * A vbd3 disk as XenServer attaches it (xensim_ts_disk_add() in
+ * toolstack.h): SM's tapdisk, xenopsd's nodes, the block script's.
+ */
+static bool ts_vbd3_add(xensim_ts *ts, uint32_t domid,
+                        const xensim_ts_disk *disk, struct ts_disk *k,
+                        GError **errp)
+{
+    g_autoptr(GPtrArray) nodes = NULL;
+    g_autofree char *nbd = NULL;
+    g_autofree char *be = NULL;
+    g_autofree char *pdp = NULL;
+    g_autofree char *hs = NULL;
+    g_autofree char *mrpo = NULL;
+
+    if (!ts->blktap) {
+        g_set_error(errp, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                    "a vbd3 disk needs a run with blktap (opts.blktap)");
+        return false;
+    }
+    if (!disk->target) {
+        g_set_error(errp, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                    "vbd3 disk has no target");
+        return false;
+    }
+    nodes = xensim_ts_vbd3_nodes(0, domid, disk, "", &k->devid, errp);
+    if (!nodes) {
+        return false;
+    }
+    g_clear_pointer(&nodes, g_ptr_array_unref);
+    if (!ts_blktap_attach(ts->blktap, disk->target, disk->readonly,
+                          &k->tapdisk, &k->minor, &nbd, errp)) {
+        return false;
+    }
+    nodes = xensim_ts_vbd3_nodes(0, domid, disk, nbd, NULL, errp);
+    if (!xensim_ts_write_nodes(ts->xsh, nodes, errp)) {
+        return false;
+    }
+    /*
+     * scripts/block add (xenopsd): "nbd:unix:<path>" params. tapback's
+     * per-domain slave only learns of physical-device-path from its
+     * watch (reconnect() reads physical-device alone), so the script
+     * must run once the slave has the device; on XenServer the script's
+     * start-up gives it that time, here it waits for the node tapback
+     * writes when it creates the device.
+     */
+    be = xensim_ts_vbd3_backend_path(domid, k->devid);
+    pdp = g_strdup_printf("%s/physical-device-path", be);
+    hs = g_strdup_printf("%s/hotplug-status", be);
+    mrpo = g_strdup_printf("%s/max-ring-page-order", be);
+    if (!xensim_ts_wait_node(ts, mrpo, NULL, 10000, errp)) {
+        g_prefix_error(errp, "tapback did not take the device (see %s/"
+                       "syslog.log): ", ts->log_dir);
+        return false;
+    }
+    if (!xs_write(ts->xsh, XBT_NULL, pdp, nbd, strlen(nbd))) {
+        return ts_errno(errp, pdp);
+    }
+    if (!xs_write(ts->xsh, XBT_NULL, hs, "connected", 9)) {
+        return ts_errno(errp, hs);
+    }
+    return true;
+}
+
 bool xensim_ts_disk_add(xensim_ts *ts, uint32_t domid,
                         const xensim_ts_disk *disk, int *devid,
                         GError **errp)
 {
     struct ts_domain *d = ts_dom(ts, domid, errp);
     g_autoptr(GPtrArray) nodes = NULL;
-    int id;
+    struct ts_disk k = { .backend = disk->backend };
 
     if (!d) {
         return false;
     }
-    nodes = xensim_ts_disk_nodes(0, domid, disk, &id, errp);
-    if (!nodes || !xensim_ts_write_nodes(ts->xsh, nodes, errp)) {
-        return false;
+    if (disk->backend == XENSIM_TS_BACKEND_VBD3) {
+        if (!ts_vbd3_add(ts, domid, disk, &k, errp)) {
+            if (k.tapdisk > 0) {
+                ts_blktap_detach(ts->blktap, k.tapdisk, k.minor, NULL);
+            }
+            return false;
+        }
+    } else {
+        nodes = xensim_ts_disk_nodes(0, domid, disk, &k.devid, errp);
+        if (!nodes || !xensim_ts_write_nodes(ts->xsh, nodes, errp)) {
+            return false;
+        }
     }
-    g_array_append_val(d->devids, id);
+    g_array_append_val(d->disks, k);
     if (devid) {
-        *devid = id;
+        *devid = k.devid;
     }
     return true;
+}
+
+bool xensim_ts_tapdisk(xensim_ts *ts, uint32_t domid, int devid,
+                       pid_t *pid, int *minor)
+{
+    struct ts_disk *k;
+
+    if (domid == 0 || domid >= XENSIM_MAX_DOMAINS || !ts->dom[domid].live) {
+        return false;
+    }
+    k = ts_disk_find(&ts->dom[domid], devid);
+    if (!k || k->tapdisk <= 0) {
+        return false;
+    }
+    *pid = k->tapdisk;
+    *minor = k->minor;
+    return true;
+}
+
+/* SM's detach of a vbd3 disk's tapdisk, once its nodes are gone. */
+static bool ts_disk_release(xensim_ts *ts, struct ts_disk *k, GError **errp)
+{
+    bool ok = true;
+
+    if (k->tapdisk > 0) {
+        ok = ts_blktap_detach(ts->blktap, k->tapdisk, k->minor, errp);
+    }
+    k->tapdisk = 0;
+    return ok;
 }
 
 bool xensim_ts_disk_remove(xensim_ts *ts, uint32_t domid, int devid,
                            GError **errp)
 {
     struct ts_domain *d = ts_dom(ts, domid, errp);
+    struct ts_disk *k = d ? ts_disk_find(d, devid) : NULL;
+    bool vbd3 = k && k->backend == XENSIM_TS_BACKEND_VBD3;
     char *paths[] = {
         xensim_ts_frontend_path(domid, devid),
-        xensim_ts_backend_path(domid, devid),
+        vbd3 ? xensim_ts_vbd3_backend_path(domid, devid)
+             : xensim_ts_backend_path(domid, devid),
         g_strdup_printf("/libxl/%u/device/vbd/%d", domid, devid),
     };
     xs_transaction_t t;
@@ -342,9 +482,12 @@ again:
     for (i = 0; i < G_N_ELEMENTS(paths); i++) {
         g_free(paths[i]);
     }
-    for (i = 0; ok && i < d->devids->len; i++) {
-        if (g_array_index(d->devids, int, i) == devid) {
-            g_array_remove_index(d->devids, i);
+    if (ok && k && !ts_disk_release(ts, k, errp)) {
+        ok = false;
+    }
+    for (i = 0; ok && i < d->disks->len; i++) {
+        if (g_array_index(d->disks, struct ts_disk, i).devid == devid) {
+            g_array_remove_index(d->disks, i);
             break;
         }
     }
@@ -484,6 +627,7 @@ pid_t xensim_ts_qemu_start(xensim_ts *ts, uint32_t domid, const char *qemu,
 static bool ts_check_children(xensim_ts *ts, GError **errp)
 {
     uint32_t i;
+    guint j;
     int st;
 
     if (ts->xenstored_pid > 0 &&
@@ -510,8 +654,28 @@ static bool ts_check_children(xensim_ts *ts, GError **errp)
                         ts->log_dir, d->name);
             return false;
         }
+        for (j = 0; d->disks && j < d->disks->len; j++) {
+            struct ts_disk *k = &g_array_index(d->disks, struct ts_disk, j);
+
+            if (k->tapdisk > 0 &&
+                waitpid(k->tapdisk, &st, WNOHANG) == k->tapdisk) {
+                g_autofree char *s = ts_status_string(st);
+
+                g_set_error(errp, G_SPAWN_ERROR, G_SPAWN_ERROR_FAILED,
+                            "tapdisk %d of domain %u disk %d %s (see %s/"
+                            "blktap)", (int)k->tapdisk, i, k->devid, s,
+                            ts->log_dir);
+                k->tapdisk = -1;
+                return false;
+            }
+        }
     }
-    return true;
+    return !ts->blktap || ts_blktap_check(ts->blktap, errp);
+}
+
+bool xensim_ts_check(xensim_ts *ts, GError **errp)
+{
+    return ts_check_children(ts, errp);
 }
 
 /*
@@ -588,7 +752,11 @@ bool xensim_ts_wait_backend_ready(xensim_ts *ts, uint32_t domid, int devid,
                                   int timeout_ms, GError **errp)
 {
     static const char *const states[] = { "2", "6", NULL }; /* InitWait, Closed */
-    g_autofree char *be = xensim_ts_backend_path(domid, devid);
+    struct ts_domain *d = ts_dom(ts, domid, NULL);
+    struct ts_disk *k = d ? ts_disk_find(d, devid) : NULL;
+    bool vbd3 = k && k->backend == XENSIM_TS_BACKEND_VBD3;
+    g_autofree char *be = vbd3 ? xensim_ts_vbd3_backend_path(domid, devid)
+                               : xensim_ts_backend_path(domid, devid);
     g_autofree char *state = g_strdup_printf("%s/state", be);
     g_autofree char *sectors = g_strdup_printf("%s/sectors", be);
     int64_t deadline = ts_now_ms() + timeout_ms;
@@ -597,7 +765,8 @@ bool xensim_ts_wait_backend_ready(xensim_ts *ts, uint32_t domid, int devid,
     if (got == 1) {
         /* xenbus_dev_fatal()'s node, as QEMU's xen_backend_refuse() */
         g_autofree char *error_node = g_strdup_printf(
-            "/local/domain/0/error/backend/qdisk/%u/%d/error", domid, devid);
+            "/local/domain/0/error/backend/%s/%u/%d/error",
+            vbd3 ? "vbd3" : "qdisk", domid, devid);
         unsigned int len;
         g_autofree char *why = xs_read(ts->xsh, XBT_NULL, error_node, &len);
 
@@ -606,9 +775,10 @@ bool xensim_ts_wait_backend_ready(xensim_ts *ts, uint32_t domid, int devid,
                     domid, why ? why : "(no error node)");
         return false;
     }
+    /* tapback writes sectors only when it connects */
     return got == 0 &&
-           xensim_ts_wait_node(ts, sectors, NULL,
-                               MAX(deadline - ts_now_ms(), 0), errp);
+           (vbd3 || xensim_ts_wait_node(ts, sectors, NULL,
+                                        MAX(deadline - ts_now_ms(), 0), errp));
 }
 
 /* libxl's domain destroy, reduced: DM, device and domain nodes, domain. */
@@ -632,6 +802,7 @@ static bool ts_domain_destroy(xensim_ts *ts, uint32_t domid, GError **errp)
         char *paths[] = {
             g_strdup_printf("/local/domain/0/device-model/%u", domid),
             g_strdup_printf("/local/domain/0/backend/qdisk/%u", domid),
+            g_strdup_printf("/local/domain/0/backend/vbd3/%u", domid),
             g_strdup_printf("/local/domain/%u", domid),
             g_strdup_printf("/libxl/%u", domid),
             g_strdup_printf("/vm/%s", d->uuid),
@@ -646,6 +817,12 @@ static bool ts_domain_destroy(xensim_ts *ts, uint32_t domid, GError **errp)
             g_free(paths[i]);
         }
     }
+    for (i = 0; d->disks && i < d->disks->len; i++) {
+        if (!ts_disk_release(ts, &g_array_index(d->disks, struct ts_disk, i),
+                             ok ? errp : NULL)) {
+            ok = false;
+        }
+    }
     if (xensim_domain_destroy(ts->hv, domid) < 0 && ok) {
         ts_errno(errp, "xensim_domain_destroy");
         ok = false;
@@ -653,11 +830,11 @@ static bool ts_domain_destroy(xensim_ts *ts, uint32_t domid, GError **errp)
     d->live = false;
     g_free(d->name);
     g_free(d->uuid);
-    if (d->devids) {
-        g_array_unref(d->devids);
+    if (d->disks) {
+        g_array_unref(d->disks);
     }
     d->name = d->uuid = NULL;
-    d->devids = NULL;
+    d->disks = NULL;
     return ok;
 }
 
@@ -701,6 +878,11 @@ bool xensim_ts_teardown(xensim_ts *ts, GError **errp)
         }
         g_clear_error(&err);
     }
+    if (!ts_blktap_stop(ts->blktap, first ? first : &err)) {
+        ok = false;
+        first = NULL;
+    }
+    g_clear_error(&err);
     if (ts->xsh) {
         xs_close(ts->xsh);
         ts->xsh = NULL;
@@ -726,8 +908,13 @@ bool xensim_ts_teardown(xensim_ts *ts, GError **errp)
             xensim_log(XENSIM_LOG_INFO, "keeping %s", ts->run_dir);
         } else {
             ts_remove_dir(ts->run_dir);
+            if (ts->blktap) {
+                /* Our run dir is a bind mount over the host's: drop both. */
+                ts_blktap_remove_exposed_dir(ts->blktap, ts->run_dir);
+            }
         }
     }
+    ts_blktap_free(ts->blktap);
     g_free(ts->run_dir);
     g_free(ts->log_dir);
     g_free(ts->socket);

@@ -6,17 +6,24 @@
  *
  *   xensim run --qemu PATH --disk IMAGE [--format raw|qcow2] [--domid N]
  *              [--vdev xvda] [--mem MB] [--name NAME] [--readonly]
- *              [--qemu-arg ARG]... [--keep] [--log-dir DIR]
+ *              [--direct-io-safe] [--qemu-arg ARG]... [--keep] [--log-dir DIR]
  *              [--timeout MS] [-- CMD ARGS...]
+ *   xensim run --backend vbd3 --disk IMAGE [--polling-duration US]
+ *              [--polling-idle-threshold PCT] [--blktap PREFIX] ...
  *   xensim host [--keep] [--log-dir DIR] [-- CMD ARGS...]
  *
  * "run" creates the host, starts xenstored, creates the domain, adds the
  * disk as libxl does for backendtype=qdisk, launches QEMU with libxl's
  * command line (each --qemu-arg is appended as device_model_args_pv)
- * and waits for the backend to reach InitWait. "host" stops after
- * xenstored. Both then print KEY=VALUE lines (for eval) and either run
- * CMD with those variables exported and tear down when it exits
- * (exiting with its status), or serve until SIGINT/SIGTERM.
+ * and waits for the backend to reach InitWait. With --backend vbd3 the
+ * disk is served as XenServer serves it instead: the host runs blktap
+ * (cpumond, tapback; toolstack.h), the disk gets a tapdisk from tap-ctl
+ * and xenopsd's vbd3 nodes, and QEMU is started only if --qemu is given.
+ * "host" stops after xenstored. Both then print KEY=VALUE lines (for
+ * eval) and either run CMD with those variables exported and tear down
+ * when it exits (exiting with its status), or serve until SIGINT/SIGTERM;
+ * a blktap run also stops, with status 1, if a blktap daemon or the
+ * tapdisk dies.
  */
 #include <errno.h>
 #include <signal.h>
@@ -36,12 +43,18 @@ static char *opt_format;
 static char *opt_vdev;
 static char *opt_name;
 static char *opt_log_dir;
+static char *opt_backend;
+static char *opt_blktap;
 static char **opt_qemu_args;
 static int opt_domid = XENSIM_TS_DEFAULT_DOMID;
 static int opt_mem = XENSIM_TS_DEFAULT_MEM_MB;
 static int opt_timeout = 30000;
+/* xapi's defaults (Xapi_globs.default_vbd3_polling_*) */
+static int opt_polling_duration = 1000;
+static int opt_polling_idle_threshold = 50;
 static gboolean opt_keep;
 static gboolean opt_readonly;
+static gboolean opt_direct_io_safe;
 static gboolean opt_trace;
 
 static GOptionEntry run_entries[] = {
@@ -61,8 +74,22 @@ static GOptionEntry run_entries[] = {
       "guest name (default xensim-<domid>)", "NAME" },
     { "readonly", 0, 0, G_OPTION_ARG_NONE, &opt_readonly,
       "attach the disk read-only (mode r)", NULL },
+    { "direct-io-safe", 0, 0, G_OPTION_ARG_NONE, &opt_direct_io_safe,
+      "qdisk: xl's direct-io-safe (QEMU opens it O_DIRECT, aio=native)",
+      NULL },
     { "qemu-arg", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt_qemu_args,
       "extra QEMU argument, as libxl's device_model_args_pv", "ARG" },
+    { "backend", 0, 0, G_OPTION_ARG_STRING, &opt_backend,
+      "qdisk (default: QEMU, as libxl) or vbd3 (tapdisk, as XenServer)",
+      "TYPE" },
+    { "polling-duration", 0, 0, G_OPTION_ARG_INT, &opt_polling_duration,
+      "vbd3: the VBD's polling-duration in us (default 1000)", "US" },
+    { "polling-idle-threshold", 0, 0, G_OPTION_ARG_INT,
+      &opt_polling_idle_threshold,
+      "vbd3: polling-idle-threshold, % of idle dom0 CPU (default 50)",
+      "PCT" },
+    { "blktap", 0, 0, G_OPTION_ARG_FILENAME, &opt_blktap,
+      "vbd3: blktap install prefix (default build/blktap/inst)", "DIR" },
     { "timeout", 0, 0, G_OPTION_ARG_INT, &opt_timeout,
       "ms to wait for the backend's InitWait (default 30000)", "MS" },
     { "keep", 0, 0, G_OPTION_ARG_NONE, &opt_keep,
@@ -103,7 +130,7 @@ static void serve_sigset(sigset_t *set)
  * Run @cmd with @vars exported, or wait for SIGINT/SIGTERM when @cmd is
  * empty. Returns the exit status to use.
  */
-static int serve(xensim_ts *ts, char **cmd, char **vars)
+static int serve(xensim_ts *ts, char **cmd, char **vars, bool blktap)
 {
     sigset_t set;
     struct signalfd_siginfo si;
@@ -151,6 +178,18 @@ static int serve(xensim_ts *ts, char **cmd, char **vars)
                 }
                 return 128 + WTERMSIG(status);
             }
+            /* A blktap daemon or the tapdisk died: report and stop. */
+            if (blktap) {
+                g_autoptr(GError) err = NULL;
+
+                if (!xensim_ts_check(ts, &err)) {
+                    fprintf(stderr, "xensim: %s\n", err->message);
+                    if (child > 0) {
+                        kill(child, SIGTERM);
+                    }
+                    return 1;
+                }
+            }
             /* QEMU or xenstored died under us: report and stop. */
             if (xensim_ts_xenstored_pid(ts) > 0 &&
                 waitpid(xensim_ts_xenstored_pid(ts), &status, WNOHANG) > 0) {
@@ -194,13 +233,16 @@ int main(int argc, char **argv)
     g_autofree char *qmp = NULL;
     g_autofree char *be = NULL;
     g_autofree char *fe = NULL;
+    g_autofree char *tapdisk_s = NULL;
+    g_autofree char *minor_s = NULL;
     xensim_ts_opts opts = { 0 };
     xensim_ts_disk disk = { 0 };
     xensim_ts *ts;
     char **cmd = NULL;
     sigset_t sigs;
-    bool run;
-    int devid = -1;
+    bool run, vbd3 = false;
+    pid_t tapdisk;
+    int devid = -1, minor;
     int i, ret;
 
     /*
@@ -234,11 +276,22 @@ int main(int argc, char **argv)
         return usage(ctx);
     }
     run = !strcmp(argv[1], "run");
-    if (run && (!opt_qemu || !opt_disk)) {
-        fprintf(stderr, "xensim: run needs --qemu and --disk\n");
+    if (opt_backend) {
+        if (!strcmp(opt_backend, "vbd3")) {
+            vbd3 = true;
+        } else if (strcmp(opt_backend, "qdisk")) {
+            fprintf(stderr, "xensim: --backend is qdisk or vbd3\n");
+            return 2;
+        }
+    }
+    if (run && (!opt_disk || (!opt_qemu && !vbd3))) {
+        fprintf(stderr, "xensim: run needs --disk and --qemu (or "
+                "--backend vbd3)\n");
         return 2;
     }
 
+    opts.blktap = vbd3;
+    opts.blktap_prefix = opt_blktap;
     opts.log_dir = opt_log_dir;
     opts.keep = opt_keep;
     opts.xenstored_trace = opt_trace;
@@ -261,14 +314,22 @@ int main(int argc, char **argv)
         disk.format = opt_format;
         disk.vdev = opt_vdev;
         disk.readonly = opt_readonly;
+        disk.direct_io_safe = opt_direct_io_safe;
+        if (vbd3) {
+            disk.backend = XENSIM_TS_BACKEND_VBD3;
+            disk.polling_duration_us = opt_polling_duration;
+            disk.polling_idle_threshold = opt_polling_idle_threshold;
+        }
         if (!xensim_ts_domain_create(ts, opt_domid, name, opt_mem, &err) ||
             !xensim_ts_disk_add(ts, opt_domid, &disk, &devid, &err) ||
-            xensim_ts_qemu_start(ts, opt_domid, opt_qemu,
-                                 (const char *const *)opt_qemu_args,
-                                 &err) < 0) {
+            (opt_qemu &&
+             xensim_ts_qemu_start(ts, opt_domid, opt_qemu,
+                                  (const char *const *)opt_qemu_args,
+                                  &err) < 0)) {
             goto fail;
         }
-        be = xensim_ts_backend_path(opt_domid, devid);
+        be = vbd3 ? xensim_ts_vbd3_backend_path(opt_domid, devid)
+                  : xensim_ts_backend_path(opt_domid, devid);
         fe = xensim_ts_frontend_path(opt_domid, devid);
         if (!xensim_ts_wait_backend_ready(ts, opt_domid, devid, opt_timeout,
                                           &err)) {
@@ -276,10 +337,18 @@ int main(int argc, char **argv)
         }
         domid_s = g_strdup_printf("%d", opt_domid);
         devid_s = g_strdup_printf("%d", devid);
-        qmp = xensim_ts_qmp_path(ts, opt_domid);
         VAR("XENSIM_DOMID", domid_s);
         VAR("XENSIM_DEVID", devid_s);
-        VAR("XENSIM_QMP", qmp);
+        if (opt_qemu) {
+            qmp = xensim_ts_qmp_path(ts, opt_domid);
+            VAR("XENSIM_QMP", qmp);
+        }
+        if (xensim_ts_tapdisk(ts, opt_domid, devid, &tapdisk, &minor)) {
+            tapdisk_s = g_strdup_printf("%d", (int)tapdisk);
+            minor_s = g_strdup_printf("%d", minor);
+            VAR("XENSIM_TAPDISK_PID", tapdisk_s);
+            VAR("XENSIM_TAPDISK_MINOR", minor_s);
+        }
         VAR("XENSIM_BACKEND", be);
         VAR("XENSIM_FRONTEND", fe);
     }
@@ -292,7 +361,7 @@ int main(int argc, char **argv)
     }
     fflush(stdout);
 
-    ret = serve(ts, cmd, (char **)vars->pdata);
+    ret = serve(ts, cmd, (char **)vars->pdata, vbd3);
     if (!xensim_ts_teardown(ts, &err)) {
         fprintf(stderr, "xensim: teardown: %s\n", err->message);
         if (!ret) {

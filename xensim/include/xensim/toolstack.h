@@ -53,6 +53,16 @@
 typedef struct xensim_ts xensim_ts;
 
 typedef struct xensim_ts_opts {
+    /*
+     * Host blktap's dom0 side, for vbd3 disks (see "blktap" below): the
+     * run gets its own mount namespace and starts cpumond and tapback as
+     * XenServer's dom0 does at boot. Needs CAP_SYS_ADMIN (root).
+     */
+    bool blktap;
+    /* blktap's install prefix (sbin/tap-ctl, libexec/tapdisk,
+     * bin/tapback, bin/cpumond); NULL: $XENSIM_BLKTAP, else the one
+     * scripts/build-blktap.sh makes in the build tree. */
+    const char *blktap_prefix;
     /* Per-run log directory; NULL: $XENSIM_LOG_DIR, else a new
      * <runs>/<YYYYmmdd-HHMMSS>-<pid> under the build tree's runs dir,
      * else under /tmp/xensim-runs. */
@@ -69,8 +79,22 @@ typedef struct xensim_ts_opts {
     bool xenstored_trace;
 } xensim_ts_opts;
 
+/* Who serves a disk: the xenstore backend type of its nodes. */
+typedef enum xensim_ts_backend {
+    XENSIM_TS_BACKEND_QDISK = 0,    /* QEMU; libxl's backendtype=qdisk */
+    XENSIM_TS_BACKEND_VBD3,         /* tapdisk + tapback, as XenServer */
+} xensim_ts_backend;
+
 /* A disk as xl's disk spec describes it (docs/man/xl-disk-configuration). */
 typedef struct xensim_ts_disk {
+    xensim_ts_backend backend;
+    /*
+     * vbd3 only: the VBD's polling-duration (us) and
+     * polling-idle-threshold (% of idle dom0 CPU above which tapdisk may
+     * poll) nodes, which xapi always writes (its defaults: 1000 us, 50).
+     */
+    int polling_duration_us;
+    int polling_idle_threshold;
     const char *target;         /* image path (libxl's pdev_path) */
     const char *format;         /* raw, qcow2, qcow, vhd, qed; NULL: raw */
     const char *vdev;           /* xvdX[N] or dXpY; NULL: xvda */
@@ -157,6 +181,25 @@ GPtrArray *xensim_ts_disk_nodes(uint32_t backend_domid, uint32_t domid,
                                 GError **errp);
 
 /*
+ * The nodes XenServer's xenopsd writes to attach @disk (backend
+ * XENSIM_TS_BACKEND_VBD3, a raw image) to @domid, served by a tapdisk in
+ * @backend_domid whose NBD socket is @nbd_path (Device.Vbd.add_async in
+ * ocaml/xenopsd/xc/device.ml): backend/vbd3/<domid>/<devid> with
+ * params "nbd:unix:<nbd_path>" (what SM's attach returns for blktap3),
+ * sm-data/backend-kind, polling-duration and polling-idle-threshold
+ * (xapi's extra backend keys), frontend-id, online, removable, state,
+ * dev, type "phy", mode; device/vbd/<devid> with backend-id, state,
+ * virtual-device, device-type (no protocol: xenopsd leaves it to the
+ * frontend). Permissions as libxl's. *@devid gets the device number.
+ * The block hotplug script's nodes (physical-device-path,
+ * hotplug-status) come later, see xensim_ts_disk_add().
+ */
+GPtrArray *xensim_ts_vbd3_nodes(uint32_t backend_domid, uint32_t domid,
+                                const xensim_ts_disk *disk,
+                                const char *nbd_path, int *devid,
+                                GError **errp);
+
+/*
  * Write @nodes in order in one transaction, retried on EAGAIN as libxl
  * does: a fresh node's subtree is removed first; a directory (NULL
  * value) is made with xs_mkdir, a value with xs_write; explicit perms are
@@ -204,10 +247,25 @@ bool xensim_ts_domain_create(xensim_ts *ts, uint32_t domid,
                              const char *name, uint64_t mem_mb,
                              GError **errp);
 
-/* Add @disk to @domid (xensim_ts_disk_nodes); *@devid gets its number. */
+/*
+ * Add @disk to @domid; *@devid gets its number. qdisk: the nodes of
+ * xensim_ts_disk_nodes(), for a QEMU started later. vbd3 (needs
+ * opts.blktap): SM's attach, a tapdisk for the raw image made as
+ * blktap2.py does it (tap-ctl allocate, spawn, attach, open -a aio:),
+ * then xensim_ts_vbd3_nodes() in one transaction, then what the block
+ * hotplug script writes: physical-device-path (the tapdisk's NBD
+ * socket), hotplug-status=connected. tapback takes it from there.
+ */
 bool xensim_ts_disk_add(xensim_ts *ts, uint32_t domid,
                         const xensim_ts_disk *disk, int *devid,
                         GError **errp);
+
+/*
+ * The tapdisk serving vbd3 disk @devid of @domid: *@pid (the process)
+ * and *@minor (its tap-ctl minor). False if there is none.
+ */
+bool xensim_ts_tapdisk(xensim_ts *ts, uint32_t domid, int devid,
+                       pid_t *pid, int *minor);
 
 /*
  * Remove disk @devid of @domid from xenstore as libxl__device_destroy()
@@ -217,8 +275,9 @@ bool xensim_ts_disk_add(xensim_ts *ts, uint32_t domid,
 bool xensim_ts_disk_remove(xensim_ts *ts, uint32_t domid, int devid,
                            GError **errp);
 
-/* Backend and frontend directory of device @devid of @domid. */
+/* Backend (qdisk, vbd3) and frontend directory of device @devid of @domid. */
 char *xensim_ts_backend_path(uint32_t domid, int devid);
+char *xensim_ts_vbd3_backend_path(uint32_t domid, int devid);
 char *xensim_ts_frontend_path(uint32_t domid, int devid);
 
 /*
@@ -274,16 +333,54 @@ bool xensim_ts_wait_node(xensim_ts *ts, const char *path, const char *value,
                          int timeout_ms, GError **errp);
 
 /*
- * Wait until the qdisk backend of @domid's device @devid is ready for a
- * frontend: state InitWait and, because pristine QEMU's xen-bus
- * announces InitWait before xen-block's realize writes the disk's nodes
- * (the fork fixes that), its last node ("sectors") present too. A
- * backend that refuses the disk by going to Closed (the fork writes the
- * reason to the error node, as Linux backends do) fails the wait at
- * once, with that reason in @errp.
+ * Wait until the backend of @domid's device @devid is ready for a
+ * frontend: state InitWait and, for qdisk, because pristine QEMU's
+ * xen-bus announces InitWait before xen-block's realize writes the
+ * disk's nodes (the fork fixes that), its last node ("sectors") present
+ * too; tapback writes max-ring-page-order before InitWait and sectors
+ * only when it connects. A backend that refuses the disk by going to
+ * Closed (the fork writes the reason to the error node, as Linux
+ * backends do) fails the wait at once, with that reason in @errp.
  */
 bool xensim_ts_wait_backend_ready(xensim_ts *ts, uint32_t domid, int devid,
                                   int timeout_ms, GError **errp);
+
+/*
+ * Reap children of the run that exited: false, with @errp saying which
+ * and how, if xenstored, a QEMU or one of blktap's daemons (cpumond,
+ * tapback, a tapdisk) has died. For a caller's SIGCHLD handling.
+ */
+bool xensim_ts_check(xensim_ts *ts, GError **errp);
+
+/* --- blktap (opts.blktap) ---------------------------------------------- */
+
+/*
+ * A run with opts.blktap is set up as a XenServer dom0 runs blktap 3:
+ *
+ *  - its own mount namespace (unshare(CLONE_NEWNS), / made private), so
+ *    that runs side by side cannot meet in blktap's fixed paths: /run
+ *    is <run dir>/run (tap-ctl's /run/blktap-control, tapback's
+ *    /var/run/tapback.*), /dev/shm a fresh tmpfs (tapdisk's
+ *    /dev/shm/vbd3-<domid>-<devid> and cpumond's /cpu_util_monitor are
+ *    created O_EXCL) into which the run dir and every vbd3 image under
+ *    /dev/shm are bind-mounted at their own paths, and /var/log/blktap
+ *    (tapdisk's log files) is <log dir>/blktap. The run is a child
+ *    subreaper, so the tapdisks that `tap-ctl spawn` daemonizes remain
+ *    its children;
+ *  - cpumond (XenServer's cpumond.service: the dom0 idle CPU tapdisk
+ *    compares with polling-idle-threshold; without it tapdisk never
+ *    polls) and tapback (tapback.service, in the foreground: -d) start
+ *    after xenstored, under the libxen shim with XENSIM_DIR and
+ *    XENSTORED_PATH; their syslog (and tapdisk's) goes to a sink of the
+ *    run, <log dir>/syslog.log (XENSIM_SYSLOG, see shim/dom0.c), their
+ *    output to <log dir>/cpumond.log, tapback.log;
+ *  - vbd3 disks get their tapdisk from tap-ctl (xensim_ts_disk_add()),
+ *    which runs it under the shim too; at teardown their nodes are
+ *    removed, the tapdisk closed, detached and freed (SM's detach), it
+ *    exits, then tapback and cpumond are stopped.
+ *
+ * Errors of these steps name the log to read.
+ */
 
 /* --- xenstored alone (used by xensim_ts_start) -------------------------- */
 
@@ -311,5 +408,7 @@ bool xensim_xenstored_stop(pid_t pid);
  */
 const char *xensim_ts_default_shim(void);
 const char *xensim_ts_default_xenstored(void);
+/* $XENSIM_BLKTAP or the build tree's build/blktap/inst. */
+const char *xensim_ts_default_blktap(void);
 
 #endif /* XENSIM_TOOLSTACK_H */

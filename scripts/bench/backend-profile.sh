@@ -1,0 +1,100 @@
+#!/bin/bash
+# Per-I/O profile of one bench cell's backend process, QEMU or tapdisk:
+# what the whole process does for each guest I/O (system calls by kind,
+# context switches, CPU), counted by `perf stat` on its tracepoints for
+# the length of one fio run, with the bench's setup (scripts/bench.sh:
+# 8 ms polling, ring order 3, 1 GiB written-out raw file on tmpfs, the
+# session on CPU 1, the guest's fio on CPU 0).
+#
+# Usage: [POLL_NS=N] scripts/bench/backend-profile.sh ARM RW BS QD [SECONDS]
+#   ARM: upstream, fork, fork-native (the fork with xl's direct-io-safe:
+#   O_DIRECT, aio=native) or tapdisk; e.g. ... tapdisk read 1m 1 3
+# Prints one line of per-I/O figures. PERF_RECORD=1 also samples the
+# process (perf record -g, 999 Hz) and prints its top symbols
+# (self time). The output directory (kept) is printed first.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+syscalls="select pselect6 ppoll epoll_wait io_submit io_getevents read
+          write pread64 preadv pwritev preadv2 pwritev2 futex ioctl"
+if [ "${1:-}" = --guest ]; then
+    # Inside `xensim run`: the backend's pid, counted while fio runs
+    out=$2 rw=$3 bs=$4 qd=$5 secs=$6
+    if [ -n "${XENSIM_TAPDISK_PID:-}" ]; then
+        pid=$XENSIM_TAPDISK_PID
+    else
+        pid=$(pgrep -P "$PPID" qemu-system)
+        [ -z "${QOM_POLL:-}" ] || python3 "$top/scripts/bench/probe.py" \
+            --qom-set-poll "$XENSIM_QMP" xvda "$QOM_POLL"
+    fi
+    events=context-switches,task-clock
+    for s in $syscalls; do events+=,syscalls:sys_enter_$s; done
+    perf stat -x, -e "$events" -p "$pid" -o "$out/perf.csv" &
+    stat_pid=$!
+    if [ "${PERF_RECORD:-0}" = 1 ]; then
+        perf record -q -g -F 999 -p "$pid" -o "$out/perf.data" \
+            >/dev/null 2>&1 &
+        rec_pid=$!
+    fi
+    sleep 0.3
+    taskset -c 0 fio --name=p \
+        --ioengine=external:"$top/build/xensim/xensim/fio/xenblk.so" \
+        --devid=51712 --rw="$rw" --bs="$bs" --iodepth="$qd" --direct=1 \
+        --ring_order=3 --rwmixread=70 --time_based --runtime="$secs" \
+        --output-format=json --output="$out/fio.json" >"$out/fio.log" 2>&1
+    kill -INT "$stat_pid" ${rec_pid:+"$rec_pid"}
+    wait || true
+    exit 0
+fi
+
+arm=${1:?usage: $0 upstream|fork|fork-native|tapdisk RW BS QD [SECONDS]}
+rw=${2:?} bs=${3:?} qd=${4:?} secs=${5:-3}
+out=$(mktemp -d /tmp/backend-profile.XXXXXX)
+echo "backend-profile: $out"
+disk=/dev/shm/backend-profile-$$.raw
+trap 'rm -f "$disk"' EXIT
+dd if=/dev/zero of="$disk" bs=1M count=1024 status=none
+args=()
+case $arm in
+tapdisk)
+    args=(--backend vbd3 --polling-duration $(( ${POLL_NS:-8000000} / 1000 ))
+          --polling-idle-threshold 0) ;;
+fork | fork-native)
+    # fork-native: xl's direct-io-safe (O_DIRECT, aio=native: no thread
+    # pool between the IOThread and the image, as tapdisk's libaio)
+    [ "$arm" = fork ] || args=(--direct-io-safe)
+    args+=(--qemu "$top/build/fork/qemu-system-i386"
+          --qemu-arg=-object --qemu-arg=iothread,id=xvda,poll-max-ns=${POLL_NS:-8000000}) ;;
+upstream)
+    args=(--qemu "$top/build/upstream/obj/qemu-system-i386")
+    export QOM_POLL=${POLL_NS:-8000000} ;;
+*) echo "backend-profile: ARM is upstream, fork, fork-native or tapdisk" >&2
+   exit 2 ;;
+esac
+taskset -c 1 "$top/build/xensim/xensim/toolstack/xensim" run "${args[@]}" \
+    --disk "$disk" --mem 256 --log-dir "$out/logs" \
+    -- "$0" --guest "$out" "$rw" "$bs" "$qd" "$secs" >"$out/run.log" 2>&1 ||
+    { cat "$out/run.log" >&2; exit 1; }
+python3 - "$out" "$arm" "$rw" "$bs" "$qd" <<'PY'
+import json, sys
+out, arm, rw, bs, qd = sys.argv[1:]
+j = json.load(open(out + "/fio.json"))["jobs"][0]
+ios = j["read"]["total_ios"] + j["write"]["total_ios"]
+mbps = (j["read"]["bw_bytes"] + j["write"]["bw_bytes"]) / 1e6
+c = {}
+for line in open(out + "/perf.csv"):
+    f = line.strip().split(",")
+    if len(f) > 2 and f[0] and f[0][0].isdigit():
+        c[f[2].replace("syscalls:sys_enter_", "").split(":")[-1]] = \
+            float(f[0])
+per = ", ".join("%s %.2f" % (k, v / ios) for k, v in sorted(c.items())
+                if k not in ("task-clock", "context-switches") and v)
+print("%s %s %s QD%s: %.0f MB/s; per I/O: CPU %.1f us, ctx-sw %.2f; "
+      "syscalls: %s" % (arm, rw, bs, qd, mbps,
+                        c.get("task-clock", 0) * 1e3 / ios,
+                        c.get("context-switches", 0) / ios, per))
+PY
+if [ "${PERF_RECORD:-0}" = 1 ]; then
+    perf report -i "$out/perf.data" --stdio --no-children --sort sym \
+        2>/dev/null | grep -E '^ +[0-9]' | head -n 15
+fi
