@@ -7,16 +7,20 @@
  *   xensim run --qemu PATH --disk IMAGE [--format raw|qcow2] [--domid N]
  *              [--vdev xvda] [--mem MB] [--name NAME] [--readonly]
  *              [--qemu-arg ARG]... [--keep] [--log-dir DIR]
- *              [--timeout MS] [-- CMD ARGS...]
+ *              [--timeout MS] [--guest-disk IMAGE]... [-- CMD ARGS...]
  *   xensim host [--keep] [--log-dir DIR] [-- CMD ARGS...]
  *
  * "run" creates the host, starts xenstored, creates the domain, adds the
  * disk as libxl does for backendtype=qdisk, launches QEMU with libxl's
  * command line (each --qemu-arg is appended as device_model_args_pv)
- * and waits for the backend to reach InitWait. "host" stops after
- * xenstored. Both then print KEY=VALUE lines (for eval) and either run
- * CMD with those variables exported and tear down when it exits
- * (exiting with its status), or serve until SIGINT/SIGTERM.
+ * and waits for the backend to reach InitWait. Each --guest-disk adds
+ * one more guest on the same host and xenstored (the next domid, its own
+ * disk and its own QEMU with the same --qemu, --mem and --qemu-args), as
+ * a dom0 serving several guests: XENSIM_DOMIDS and XENSIM_QEMU_PIDS list
+ * them all (the first guest's variables are as without it). "host"
+ * stops after xenstored. Both then print KEY=VALUE lines (for eval) and
+ * either run CMD with those variables exported and tear down when it
+ * exits (exiting with its status), or serve until SIGINT/SIGTERM.
  */
 #include <errno.h>
 #include <signal.h>
@@ -37,6 +41,7 @@ static char *opt_vdev;
 static char *opt_name;
 static char *opt_log_dir;
 static char **opt_qemu_args;
+static char **opt_guest_disks;
 static int opt_domid = XENSIM_TS_DEFAULT_DOMID;
 static int opt_mem = XENSIM_TS_DEFAULT_MEM_MB;
 static int opt_timeout = 30000;
@@ -63,6 +68,9 @@ static GOptionEntry run_entries[] = {
       "attach the disk read-only (mode r)", NULL },
     { "qemu-arg", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt_qemu_args,
       "extra QEMU argument, as libxl's device_model_args_pv", "ARG" },
+    { "guest-disk", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &opt_guest_disks,
+      "one more guest (next domid) with this disk and its own QEMU",
+      "IMAGE" },
     { "timeout", 0, 0, G_OPTION_ARG_INT, &opt_timeout,
       "ms to wait for the backend's InitWait (default 30000)", "MS" },
     { "keep", 0, 0, G_OPTION_ARG_NONE, &opt_keep,
@@ -175,6 +183,69 @@ static int serve(xensim_ts *ts, char **cmd, char **vars)
     }
 }
 
+/*
+ * The --guest-disk guests: domains opt_domid + 1, + 2, ... (named
+ * xensim-<domid>), each with its disk (same format, vdev and mode as the
+ * first guest's, so the same @devid) and its own QEMU, all started
+ * before any is waited for. Adds XENSIM_DOMIDS and XENSIM_QEMU_PIDS
+ * (space-separated, the first guest first) to @vars.
+ */
+static bool start_more_guests(xensim_ts *ts, int devid, GPtrArray *vars,
+                              GError **errp)
+{
+    g_autoptr(GString) domids = g_string_new(NULL);
+    g_autoptr(GString) pids = g_string_new(NULL);
+    guint n = opt_guest_disks ? g_strv_length(opt_guest_disks) : 0;
+    g_autofree char *first_pid = NULL;
+    g_autofree char *pid_path = g_strdup_printf(
+        "/local/domain/%d/image/device-model-pid", opt_domid);
+    unsigned int len;
+    guint i;
+
+    if (opt_domid + n >= XENSIM_MAX_DOMAINS) {
+        g_set_error(errp, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                    "%u guests from domid %d: domids end at %u", n + 1,
+                    opt_domid, XENSIM_MAX_DOMAINS - 1);
+        return false;
+    }
+    first_pid = xs_read(xensim_ts_xs(ts), XBT_NULL, pid_path, &len);
+    g_string_append_printf(domids, "%d", opt_domid);
+    g_string_append(pids, first_pid ? first_pid : "0");
+    for (i = 0; i < n; i++) {
+        uint32_t domid = opt_domid + 1 + i;
+        g_autofree char *name = g_strdup_printf("xensim-%u", domid);
+        xensim_ts_disk disk = {
+            .target = opt_guest_disks[i], .format = opt_format,
+            .vdev = opt_vdev, .readonly = opt_readonly,
+        };
+        int id;
+        pid_t pid;
+
+        if (!xensim_ts_domain_create(ts, domid, name, opt_mem, errp) ||
+            !xensim_ts_disk_add(ts, domid, &disk, &id, errp)) {
+            return false;
+        }
+        pid = xensim_ts_qemu_start(ts, domid, opt_qemu,
+                                   (const char *const *)opt_qemu_args, errp);
+        if (pid < 0) {
+            return false;
+        }
+        g_string_append_printf(domids, " %u", domid);
+        g_string_append_printf(pids, " %d", (int)pid);
+    }
+    for (i = 0; i < n; i++) {
+        if (!xensim_ts_wait_backend_ready(ts, opt_domid + 1 + i, devid,
+                                          opt_timeout, errp)) {
+            return false;
+        }
+    }
+    g_ptr_array_add(vars, g_strdup("XENSIM_DOMIDS"));
+    g_ptr_array_add(vars, g_strdup(domids->str));
+    g_ptr_array_add(vars, g_strdup("XENSIM_QEMU_PIDS"));
+    g_ptr_array_add(vars, g_strdup(pids->str));
+    return true;
+}
+
 static int usage(GOptionContext *ctx)
 {
     g_autofree char *help = g_option_context_get_help(ctx, TRUE, NULL);
@@ -266,6 +337,9 @@ int main(int argc, char **argv)
             xensim_ts_qemu_start(ts, opt_domid, opt_qemu,
                                  (const char *const *)opt_qemu_args,
                                  &err) < 0) {
+            goto fail;
+        }
+        if (!start_more_guests(ts, devid, vars, &err)) {
             goto fail;
         }
         be = xensim_ts_backend_path(opt_domid, devid);
