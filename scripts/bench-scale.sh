@@ -49,7 +49,8 @@
 # BENCH_SCALE_WORKLOADS, BENCH_SCALE_MIX_N (empty: no mix cell),
 # BENCH_SCALE_ARMS (upstream always included), BENCH_REPEATS,
 # BENCH_RAMP, BENCH_RUNTIME, BENCH_SCALE_IDLE_N, BENCH_SCALE_LIGHT_N,
-# BENCH_SCALE_IDLE_REPEATS (0: no idle runs), BENCH_OUT.
+# BENCH_SCALE_IDLE_REPEATS (0: no idle runs), BENCH_SCALE_EXTRA_ARMS,
+# BENCH_OUT.
 set -euo pipefail
 
 # One brace group, parsed before it runs: editing this file while a run
@@ -113,6 +114,15 @@ arm_qemu=([upstream]=$qb/upstream/obj/qemu-system-i386
           [fork-8ms]=$qb/fork/qemu-system-i386)
 # poll-max-ns given on the command line; none: the build's own IOThread
 arm_poll=([upstream]="" [fork]="" [fork-32k]=32768 [fork-8ms]=8000000)
+# BENCH_SCALE_EXTRA_ARMS="NAME=QEMU[:POLL_NS] ...": more arms, e.g. a
+# proposed change built beside the fork (named in the results as given)
+for x in ${BENCH_SCALE_EXTRA_ARMS:-}; do
+    name=${x%%=*} rest=${x#*=}
+    arm_qemu[$name]=${rest%%:*}
+    arm_poll[$name]=
+    [[ $rest == *:* ]] && arm_poll[$name]=${rest#*:}
+    arm_list+=" $name"
+done
 arms=(upstream)
 for a in $arm_list; do
     [ -n "${arm_qemu[$a]+x}" ] || { echo "bench-scale: no arm $a" >&2; exit 2; }
@@ -150,6 +160,8 @@ uptime > "$meta/uptime-start.txt"
 git -C "$top" describe --always --dirty > "$meta/repo.txt" 2>/dev/null || true
 for a in "${arms[@]}"; do
     "${arm_qemu[$a]}" --version | head -n 1 > "$meta/qemu-version-$a.txt"
+    poll=${arm_poll[$a]:-"the build default"}
+    echo "${arm_qemu[$a]}, poll-max-ns $poll" > "$meta/arm-$a.txt"
 done
 git -C "$qb/src" log --oneline "base/$QEMU_VERSION..HEAD" \
     > "$meta/series-fork.txt" 2>/dev/null || true

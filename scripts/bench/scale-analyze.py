@@ -174,7 +174,7 @@ def collect(out):
         rdir = os.path.basename(os.path.dirname(os.path.dirname(fio)))
         rid = os.path.basename(fio)[:-len(".fio.json")]
         mm = RUN_RE.match(rid)
-        if not mm or arm not in ARMS_ORDER:
+        if not mm:
             continue
         base = fio[:-len(".fio.json")]
         try:
@@ -206,7 +206,9 @@ def summarize(runs):
     idx = {(r["arm"], r["n"], r["workload"], r["repeat"]): r for r in grid}
     repeats = sorted({r["repeat"] for r in grid})
     kept = [x for x in repeats if x > 1] or repeats
-    arms = [a for a in ARMS_ORDER if any(r["arm"] == a for r in runs)]
+    seen = {r["arm"] for r in runs}
+    arms = [a for a in ARMS_ORDER if a in seen] + \
+        sorted(seen - set(ARMS_ORDER))
     cells = sorted({(r["n"], r["workload"]) for r in grid},
                    key=lambda c: (WORKLOADS.index(c[1])
                                   if c[1] in WORKLOADS else 99, c[0]))
@@ -254,6 +256,14 @@ def summarize(runs):
     return summary, idle_summary, arms, cells, kept
 
 
+def arm_desc(arm, meta):
+    """An arm's description; an extra arm (BENCH_SCALE_EXTRA_ARMS) by its
+    QEMU and poll-max-ns (meta/arm-<name>.txt)."""
+    if arm in ARM_DESC:
+        return ARM_DESC[arm]
+    return "extra arm: %s" % meta.get("arm-" + arm, "?")
+
+
 def fmt(x, nd=2):
     return "n/a" if x is None else "%.*f" % (nd, x)
 
@@ -284,7 +294,7 @@ def write_results(out):
         with open(cpath) as f:
             crashes = [line.strip() for line in f if line.strip()]
     res = {"config": cfg, "kept_repeats": kept,
-           "arms": {a: ARM_DESC[a] for a in arms}, "meta": meta,
+           "arms": {a: arm_desc(a, meta) for a in arms}, "meta": meta,
            "crashes": crashes, "summary": summary, "idle": idle,
            "runs": runs}
     with open(os.path.join(out, "results.json"), "w") as f:
@@ -311,7 +321,7 @@ def write_results(out):
           "- fio: %s; repository %s" % (meta.get("fio-version"),
                                         meta.get("repo")), "", "Arms:", ""]
     for a in arms:
-        md.append("- **%s**: %s" % (a, ARM_DESC[a]))
+        md.append("- **%s**: %s" % (a, arm_desc(a, meta)))
     md.append("")
     if crashes:
         md += ["**Session crashes** (restarted, run again; crashes.txt):",
