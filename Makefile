@@ -33,7 +33,8 @@ export QEMU_UPSTREAM QEMU_FORK
 .PHONY: all help deps fetch src export check-patches build upstream fork \
 	xensim blktap main check check-tooling check-xensim check-qtest check-asan \
 	check-soak check-mirror check-second-base soak fuzz bench \
-	bench-quick clean distclean
+	bench-quick bench-scale bench-scale-quick check-bench-scale clean \
+	distclean
 
 all: build main
 
@@ -60,6 +61,8 @@ help:
 	@echo "                   FUZZ_SEED=N FUZZ_ITERATIONS=N to change)"
 	@echo "make bench         the full benchmark grid (long)"
 	@echo "make bench-quick   a small benchmark grid (CI-sized)"
+	@echo "make bench-scale   1-16 guests at once, polling cost (about 50 min)"
+	@echo "make bench-scale-quick  the same, CI-sized (about 2.5 min)"
 	@echo "make clean         remove build/ except downloads and ccache"
 
 deps:
@@ -110,7 +113,7 @@ main: build
 	@scripts/main-job.sh
 
 check: build check-tooling check-xensim check-qtest check-soak check-mirror \
-	check-asan check-patches check-bench check-second-base
+	check-asan check-patches check-bench check-bench-scale check-second-base
 
 check-tooling: deps
 	@tests/tooling/run.sh
@@ -200,6 +203,18 @@ check-bench: build
 
 bench-quick: build
 	@scripts/bench.sh quick
+
+# N guests at once, each its own domain, QEMU and disk, on one host
+# (scripts/bench-scale.sh); check-bench-scale is the quick one as a test of
+# the pipeline (files and sane values, never speed), cut off if it stalls.
+bench-scale: build
+	@scripts/bench-scale.sh full
+
+bench-scale-quick: build
+	@scripts/bench-scale.sh quick
+
+check-bench-scale: build
+	@timeout -k 60 600 scripts/bench-scale.sh quick
 
 clean:
 	rm -rf $(QBUILD)/upstream/obj $(QBUILD)/fork $(QBUILD)/check \

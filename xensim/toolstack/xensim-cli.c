@@ -7,7 +7,7 @@
  *   xensim run --qemu PATH --disk IMAGE [--format raw|qcow2] [--domid N]
  *              [--vdev xvda] [--mem MB] [--name NAME] [--readonly]
  *              [--direct-io-safe] [--qemu-arg ARG]... [--keep] [--log-dir DIR]
- *              [--timeout MS] [-- CMD ARGS...]
+ *              [--timeout MS] [--guest-disk IMAGE]... [-- CMD ARGS...]
  *   xensim run --backend vbd3 --disk IMAGE [--polling-duration US]
  *              [--polling-idle-threshold PCT] [--blktap PREFIX] ...
  *   xensim host [--keep] [--log-dir DIR] [-- CMD ARGS...]
@@ -19,11 +19,15 @@
  * disk is served as XenServer serves it instead: the host runs blktap
  * (cpumond, tapback; toolstack.h), the disk gets a tapdisk from tap-ctl
  * and xenopsd's vbd3 nodes, and QEMU is started only if --qemu is given.
- * "host" stops after xenstored. Both then print KEY=VALUE lines (for
- * eval) and either run CMD with those variables exported and tear down
- * when it exits (exiting with its status), or serve until SIGINT/SIGTERM;
- * a blktap run also stops, with status 1, if a blktap daemon or the
- * tapdisk dies.
+ * Each --guest-disk adds one more guest on the same host and xenstored
+ * (the next domid, its own disk served the same way, with its own QEMU
+ * or tapdisk), as a dom0 serving several guests: XENSIM_DOMIDS and
+ * XENSIM_QEMU_PIDS list them all (the first guest's variables are as
+ * without it). "host" stops after xenstored. Both then print KEY=VALUE
+ * lines (for eval) and either run CMD with those variables exported and
+ * tear down when it exits (exiting with its status), or serve until
+ * SIGINT/SIGTERM; a blktap run also stops, with status 1, if a blktap
+ * daemon or a tapdisk dies.
  */
 #include <errno.h>
 #include <signal.h>
@@ -46,6 +50,7 @@ static char *opt_log_dir;
 static char *opt_backend;
 static char *opt_blktap;
 static char **opt_qemu_args;
+static char **opt_guest_disks;
 static int opt_domid = XENSIM_TS_DEFAULT_DOMID;
 static int opt_mem = XENSIM_TS_DEFAULT_MEM_MB;
 static int opt_timeout = 30000;
@@ -90,6 +95,9 @@ static GOptionEntry run_entries[] = {
       "PCT" },
     { "blktap", 0, 0, G_OPTION_ARG_FILENAME, &opt_blktap,
       "vbd3: blktap install prefix (default build/blktap/inst)", "DIR" },
+    { "guest-disk", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &opt_guest_disks,
+      "one more guest (next domid) with this disk and its own QEMU",
+      "IMAGE" },
     { "timeout", 0, 0, G_OPTION_ARG_INT, &opt_timeout,
       "ms to wait for the backend's InitWait (default 30000)", "MS" },
     { "keep", 0, 0, G_OPTION_ARG_NONE, &opt_keep,
@@ -214,6 +222,71 @@ static int serve(xensim_ts *ts, char **cmd, char **vars, bool blktap)
     }
 }
 
+/*
+ * The --guest-disk guests: domains opt_domid + 1, + 2, ... (named
+ * xensim-<domid>), each with its disk (served as @first is: same
+ * backend, format, vdev and mode, so the same @devid) and its own QEMU
+ * when --qemu is given, all started before any is waited for. Adds
+ * XENSIM_DOMIDS and XENSIM_QEMU_PIDS (space-separated, the first guest
+ * first; 0 for a guest without QEMU) to @vars.
+ */
+static bool start_more_guests(xensim_ts *ts, const xensim_ts_disk *first,
+                              int devid, GPtrArray *vars, GError **errp)
+{
+    g_autoptr(GString) domids = g_string_new(NULL);
+    g_autoptr(GString) pids = g_string_new(NULL);
+    guint n = opt_guest_disks ? g_strv_length(opt_guest_disks) : 0;
+    g_autofree char *first_pid = NULL;
+    g_autofree char *pid_path = g_strdup_printf(
+        "/local/domain/%d/image/device-model-pid", opt_domid);
+    unsigned int len;
+    guint i;
+
+    if (opt_domid + n >= XENSIM_MAX_DOMAINS) {
+        g_set_error(errp, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                    "%u guests from domid %d: domids end at %u", n + 1,
+                    opt_domid, XENSIM_MAX_DOMAINS - 1);
+        return false;
+    }
+    first_pid = xs_read(xensim_ts_xs(ts), XBT_NULL, pid_path, &len);
+    g_string_append_printf(domids, "%d", opt_domid);
+    g_string_append(pids, first_pid ? first_pid : "0");
+    for (i = 0; i < n; i++) {
+        uint32_t domid = opt_domid + 1 + i;
+        g_autofree char *name = g_strdup_printf("xensim-%u", domid);
+        xensim_ts_disk disk = *first;
+        int id;
+        pid_t pid = 0;
+
+        disk.target = opt_guest_disks[i];
+        if (!xensim_ts_domain_create(ts, domid, name, opt_mem, errp) ||
+            !xensim_ts_disk_add(ts, domid, &disk, &id, errp)) {
+            return false;
+        }
+        if (opt_qemu) {
+            pid = xensim_ts_qemu_start(ts, domid, opt_qemu,
+                                       (const char *const *)opt_qemu_args,
+                                       errp);
+            if (pid < 0) {
+                return false;
+            }
+        }
+        g_string_append_printf(domids, " %u", domid);
+        g_string_append_printf(pids, " %d", (int)pid);
+    }
+    for (i = 0; i < n; i++) {
+        if (!xensim_ts_wait_backend_ready(ts, opt_domid + 1 + i, devid,
+                                          opt_timeout, errp)) {
+            return false;
+        }
+    }
+    g_ptr_array_add(vars, g_strdup("XENSIM_DOMIDS"));
+    g_ptr_array_add(vars, g_strdup(domids->str));
+    g_ptr_array_add(vars, g_strdup("XENSIM_QEMU_PIDS"));
+    g_ptr_array_add(vars, g_strdup(pids->str));
+    return true;
+}
+
 static int usage(GOptionContext *ctx)
 {
     g_autofree char *help = g_option_context_get_help(ctx, TRUE, NULL);
@@ -326,6 +399,9 @@ int main(int argc, char **argv)
              xensim_ts_qemu_start(ts, opt_domid, opt_qemu,
                                   (const char *const *)opt_qemu_args,
                                   &err) < 0)) {
+            goto fail;
+        }
+        if (!start_more_guests(ts, &disk, devid, vars, &err)) {
             goto fail;
         }
         be = vbd3 ? xensim_ts_vbd3_backend_path(opt_domid, devid)

@@ -49,7 +49,7 @@
 #include <xen/event_channel.h>
 
 #define XENSIM_PAGE_SIZE        4096u
-#define XENSIM_MAX_DOMAINS      16u    /* domids 0 .. 15 */
+#define XENSIM_MAX_DOMAINS      32u    /* domids 0 .. 31 */
 #define XENSIM_MAX_PORTS        256u   /* per domain; port 0 is never used */
 #define XENSIM_MAX_HANDLES      256u   /* evtchn handles, whole host */
 #define XENSIM_GNTTAB_ENTRIES   8192u  /* 16 v1 frames per domain */

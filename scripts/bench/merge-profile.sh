@@ -1,0 +1,117 @@
+#!/bin/bash
+# Why 1 MiB guest I/Os at depth become more than one block-layer request:
+# one guest, 1 MiB sequential I/O at QD32 through a libxl disk, with the
+# fork's merge trace events logged, placed as the bench places it (QEMU
+# and the simulated host on CPU 1, the guest's fio on CPU 0, the disk's
+# IOThread at the bench's poll-max-ns).
+#
+# Usage: scripts/bench/merge-profile.sh QEMU read|write [SECONDS [POLL_NS]]
+#   e.g. scripts/bench/merge-profile.sh build/fork/qemu-system-i386 read 3
+# The disk is a 512 MiB raw file on tmpfs. The environment reaches QEMU
+# (xensim passes it on). Prints one JSON object:
+#   blk_requests_per_io   query-blockstats (operations - merged) / guest I/Os
+#   blkif_per_io          ring requests per guest I/O (the engine's)
+#   merges                block requests the dataplane merged (trace
+#                         xen_block_dataplane_merge): count, histogram of
+#                         the blkif requests in each, share that is exactly
+#                         one guest I/O (1 MiB at a 1 MiB boundary)
+#   passes                if the QEMU has the trace event
+#                         xen_block_dataplane_pass: ring passes, requests
+#                         per pass, share ending with an open merge
+#   engine                the guest's counters per I/O: ring pushes
+#                         (commits), requests per push, responses per
+#                         blocking wait, backend notifications
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+engine=$top/build/xensim/xensim/fio/xenblk.so
+if [ "${1:-}" = --guest ]; then
+    # Inside `xensim run`: snapshot, fio, snapshot
+    out=$2 rw=$3 secs=$4
+    probe=$top/scripts/bench/probe.py
+    qemu_pid=$(cat "$out/qemu.pid")
+    python3 "$probe" "$XENSIM_QMP" "$qemu_pid" > "$out/pre.json"
+    XENBLK_STATS=$out/xen.json taskset -c 0 fio --name=m \
+        --ioengine=external:"$engine" --devid=51712 --ring_order=3 \
+        --rw="$rw" --bs=1m --iodepth=32 --direct=1 --time_based \
+        --runtime="$secs" --output-format=json --output="$out/fio.json" \
+        > "$out/fio.log" 2>&1
+    python3 "$probe" "$XENSIM_QMP" "$qemu_pid" > "$out/post.json"
+    exit 0
+fi
+
+qemu=$(realpath "${1:?usage: $0 QEMU read|write [SECONDS [POLL_NS]]}")
+rw=${2:?} secs=${3:-3} poll_ns=${4:-8000000}
+out=$(mktemp -d /tmp/merge-profile.XXXXXX)
+disk=/dev/shm/merge-profile-$$.raw
+trap 'rm -f "$disk"' EXIT
+dd if=/dev/zero of="$disk" bs=1M count=512 status=none
+printf '%s\n' xen_block_dataplane_merge xen_block_dataplane_pass \
+    xen_block_dataplane_pass_recheck > "$out/trace-events"
+# The guest finds QEMU's pid in xenstore (image/device-model-pid)
+taskset -c 1 "$top/build/xensim/xensim/toolstack/xensim" run --qemu "$qemu" \
+    --disk "$disk" --mem 256 --log-dir "$out/logs" \
+    --qemu-arg=-object --qemu-arg="iothread,id=xvda,poll-max-ns=$poll_ns" \
+    --qemu-arg=-D --qemu-arg="$out/trace.log" \
+    --qemu-arg=-trace --qemu-arg="events=$out/trace-events" \
+    -- bash -c 'echo "$XENSIM_QEMU_PIDS" > "$1/qemu.pid" && exec "$0" \
+        --guest "$1" "$2" "$3"' "$0" "$out" "$rw" "$secs" \
+    > "$out/run.log" 2>&1 || { cat "$out/run.log" >&2; exit 1; }
+python3 - "$out" "$qemu" "$rw" "$poll_ns" <<'PY'
+import json, re, sys
+out, qemu, rw, poll_ns = sys.argv[1:]
+ld = lambda f: json.load(open(out + "/" + f))
+xen, pre, post = ld("xen.json"), ld("pre.json"), ld("post.json")
+ios = xen["ios"]
+ops = 0
+for dev, st in post["blockstats"].items():
+    b = pre["blockstats"].get(dev, {})
+    for k, s in (("rd_operations", 1), ("wr_operations", 1),
+                 ("rd_merged", -1), ("wr_merged", -1)):
+        ops += s * (st.get(k, 0) - b.get(k, 0))
+MIB = 1 << 20
+hist, whole, nmerge, passes = {}, 0, 0, []
+rechecks = 0
+for line in open(out + "/trace.log"):
+    m = re.search(r"xen_block_dataplane_merge .*offset 0x([0-9a-f]+) "
+                  r"requests ([0-9]+) bytes ([0-9]+)", line)
+    if m:
+        off, n, b = int(m.group(1), 16), int(m.group(2)), int(m.group(3))
+        nmerge += 1
+        key = "24" if n == 24 else "12-23" if n >= 12 else "2-11"
+        hist[key] = hist.get(key, 0) + 1
+        whole += off % MIB == 0 and b == MIB
+        continue
+    m = re.search(r"xen_block_dataplane_pass .*taken ([0-9]+) open ([01]) "
+                  r"tail_bytes ([0-9]+) was_held ([01])", line)
+    if m:
+        passes.append((int(m.group(1)), int(m.group(2)), int(m.group(4))))
+        continue
+    if "xen_block_dataplane_pass_recheck" in line:
+        rechecks += 1
+res = {
+    "qemu": qemu, "rw": rw, "poll_max_ns": int(poll_ns), "guest_ios": ios,
+    "mbps": sum(json.load(open(out + "/fio.json"))["jobs"][0][d]["bw_bytes"]
+                for d in ("read", "write")) / 1e6,
+    "blk_requests_per_io": ops / ios,
+    "blkif_per_io": xen["requests"] / ios,
+    "merges": {"count": nmerge, "per_io": nmerge / ios,
+               "singles_per_io": (ops - nmerge) / ios,
+               "requests_hist": hist,
+               "whole_guest_io_share": whole / nmerge if nmerge else None},
+    "engine": {"commits_per_io": xen["commits"] / ios,
+               "requests_per_commit": xen["requests"] / xen["commits"],
+               "responses_per_wait": xen["responses"] / max(xen["waits"], 1),
+               "backend_notifies_per_io": xen["backend_notifies"] / ios},
+    "out": out,
+}
+if passes:
+    n = len(passes)
+    res["passes"] = {
+        "count": n, "per_io": n / ios,
+        "requests_per_pass": sum(p[0] for p in passes) / n,
+        "ending_open_share": sum(p[1] for p in passes) / n,
+        "held_then_flushed": sum(p[2] for p in passes),
+        "rechecks_that_found_more": rechecks}
+print(json.dumps(res, indent=1))
+PY

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Snapshot of every QEMU of a scale-bench session and of the host's CPU
+(scripts/bench/scale-guest.sh, before and after each run).
+
+Usage: scale-probe.py XENSIM_DIR "DOMID..." "QEMU_PID..." > snapshot.json
+
+Prints one JSON object:
+  qemus    per domid: probe.py's snapshot of that guest's QEMU (QMP
+           <XENSIM_DIR>/qmp-libxl-<domid>: query-blockstats and
+           query-iothreads; /proc CPU and context switches of the process
+           and of each IOThread)
+  host     /proc/stat's aggregate "cpu" line in clock ticks: busy (all
+           but idle and iowait) and total, over every CPU
+  time     CLOCK_MONOTONIC seconds, taken after the QEMUs
+"""
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import probe  # noqa: E402  (scripts/bench/probe.py)
+
+
+def host_cpu():
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal (guest* are in user)
+    idle = fields[3] + fields[4]
+    total = sum(fields[:8])
+    return {"busy": total - idle, "total": total}
+
+
+def main():
+    run_dir, domids, pids = sys.argv[1], sys.argv[2].split(), \
+        [int(p) for p in sys.argv[3].split()]
+    out = {"qemus": {}, "host": host_cpu(),
+           "clk_tck": os.sysconf("SC_CLK_TCK")}
+    for domid, pid in zip(domids, pids):
+        out["qemus"][domid] = probe.snapshot(
+            os.path.join(run_dir, "qmp-libxl-%s" % domid), pid)
+    out["time"] = time.monotonic()
+    json.dump(out, sys.stdout)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
