@@ -32,6 +32,7 @@ export QEMU_UPSTREAM QEMU_FORK
 
 .PHONY: all help deps fetch src export check-patches build upstream fork \
 	xensim blktap main check check-tooling check-xensim check-qtest check-asan \
+	check-asan-upstream \
 	check-soak check-mirror check-second-base soak fuzz bench \
 	bench-quick bench-scale bench-scale-quick check-bench-scale clean \
 	distclean
@@ -50,6 +51,8 @@ help:
 	@echo "make main          the main job: fio through xen-block, both arms"
 	@echo "make check         every test (tooling, xensim, qtests, integrity)"
 	@echo "make check-asan    xensim's suites and the qtests under ASan/UBSan"
+	@echo "make check-asan-upstream  the same with pristine QEMU's ASan"
+	@echo "                   build first (its suites and fuzz run)"
 	@echo "make soak          data-integrity soak, both arms (SOAK_MINUTES=10"
 	@echo "                   per arm); make check runs 1 minute"
 	@echo "make check-second-base  the series on QEMU $(SECOND_BASE): build,"
@@ -129,11 +132,16 @@ check-qtest: fork
 	@cd $(QBUILD)/fork && PATH=$(BUILD)/tools/path meson test --no-rebuild \
 	    --print-errorlogs $(addprefix qtest-i386/,$(XEN_QTESTS))
 
-# Both QEMUs and xensim built with ASan (and LeakSanitizer) and UBSan in
-# build/asan/, then xensim's suites on both arms and the series' qtests;
-# any sanitizer report fails (scripts/check-asan.sh).
+# The fork and xensim built with ASan (and LeakSanitizer) and UBSan in
+# build/asan/, then xensim's suites, the series' qtests and a mirror loop
+# on it; any sanitizer report fails (scripts/check-asan.sh).
+# check-asan-upstream adds pristine QEMU's ASan build and its suites and
+# fuzz run (a second ASan build: not in make check's CI budget).
 check-asan: build
 	@scripts/check-asan.sh "$(FORK_PKGVERSION)" $(XEN_QTESTS)
+
+check-asan-upstream: build
+	@ASAN_UPSTREAM=1 scripts/check-asan.sh "$(FORK_PKGVERSION)" $(XEN_QTESTS)
 
 # Data-integrity soak: fio verify on three guests at once, fork and
 # upstream (scripts/soak.sh); check-soak is its one-minute run, then a

@@ -70,7 +70,7 @@ full)
     mix_n=${BENCH_SCALE_MIX_N-8}
     arm_list=${BENCH_SCALE_ARMS:-"upstream fork fork-32k fork-8ms"}
     repeats=${BENCH_REPEATS:-10}
-    ramp=${BENCH_RAMP:-0.5s}
+    ramp=${BENCH_RAMP:-500ms}
     runtime=${BENCH_RUNTIME:-2s}
     idle_n=${BENCH_SCALE_IDLE_N:-16}
     light_n=${BENCH_SCALE_LIGHT_N-"1 16"}
@@ -85,8 +85,8 @@ quick)
     mix_n=${BENCH_SCALE_MIX_N-4}
     arm_list=${BENCH_SCALE_ARMS:-"upstream fork fork-8ms"}
     repeats=${BENCH_REPEATS:-2}
-    ramp=${BENCH_RAMP:-0.2s}
-    runtime=${BENCH_RUNTIME:-0.8s}
+    ramp=${BENCH_RAMP:-200ms}
+    runtime=${BENCH_RUNTIME:-800ms}
     idle_n=${BENCH_SCALE_IDLE_N:-4}
     light_n=${BENCH_SCALE_LIGHT_N-"1"}
     idle_repeats=${BENCH_SCALE_IDLE_REPEATS:-1}
