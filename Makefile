@@ -32,8 +32,8 @@ export QEMU_UPSTREAM QEMU_FORK
 
 .PHONY: all help deps fetch src export check-patches build upstream fork \
 	xensim main check check-tooling check-xensim check-qtest check-asan \
-	check-soak check-mirror check-second-base soak fuzz bench \
-	bench-quick clean distclean
+	check-soak check-mirror check-second-base check-xen check-xen-smoke \
+	soak fuzz bench bench-quick clean distclean
 
 all: build main
 
@@ -55,6 +55,10 @@ help:
 	@echo "make BASE=10.0 ... any verb on the second base (build/base-10.0/)"
 	@echo "make check-mirror  mirror + block-job-complete under guest I/O,"
 	@echo "                   both arms (drains; MIRROR_LOOPS=N)"
+	@echo "make check-xen     real Xen 4.17 in an emulated x86 machine: both"
+	@echo "                   arms as libxl's device model, every job, and the"
+	@echo "                   per-I/O counters beside xensim (long)"
+	@echo "make check-xen-smoke  its CI-sized run (make check runs it)"
 	@echo "make fuzz          hostile-frontend fuzzer, both arms (long;"
 	@echo "                   FUZZ_SEED=N FUZZ_ITERATIONS=N to change)"
 	@echo "make bench         the full benchmark grid (long)"
@@ -100,7 +104,7 @@ main: build
 	@scripts/main-job.sh
 
 check: build check-tooling check-xensim check-qtest check-soak check-mirror \
-	check-asan check-patches check-bench check-second-base
+	check-asan check-patches check-bench check-second-base check-xen-smoke
 
 check-tooling: deps
 	@tests/tooling/run.sh
@@ -176,6 +180,19 @@ check-second-base: xensim
 	@$(MAKE) --no-print-directory BASE=$(SECOND_BASE) fork check-qtest
 	@QEMU_UPSTREAM=$$(BASE=$(SECOND_BASE) scripts/base.sh dir)/fork/qemu-system-i386 \
 	    meson test -C $(XENSIM_BUILD) --print-errorlogs --suite integrity
+
+# Real Xen (docs/real-xen.rst): Debian's Xen 4.17, a dom0 of Debian 12
+# packages and Linux PV domUs in qemu-system-x86_64 -accel tcg; libxl
+# starts each arm's QEMU as the domU's device model. Images are built once
+# into build/realxen/. check-xen-smoke is make check's part: one boot,
+# upstream and fork, the core jobs. check-xen: every job, three arms (the
+# fork also with libxl's IOThread arguments), then the counters table.
+check-xen-smoke: build
+	@scripts/realxen/run.sh smoke
+
+check-xen: build
+	@rc=0; scripts/realxen/run.sh full || rc=1; \
+	scripts/realxen/counters.sh $(BUILD)/realxen/latest || rc=1; exit $$rc
 
 bench: build
 	@scripts/bench.sh full

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Install everything the fork, xensim and the benchmarks need on Debian 12.
+# Install everything the fork, xensim, the benchmarks and the real-Xen
+# test (qemu-system-x86, cpio) need on Debian 12.
 # Idempotent: installs only what is missing, adds bookworm-backports (for
 # meson >= 1.5) and a deb-src entry (xensim/fio/get-fio-src.sh) only when
 # the machine has none, on the Debian mirror its apt sources already use.
@@ -12,6 +13,7 @@ PKGS=(
     device-tree-compiler libaio-dev liburing-dev libxen-dev
     fio e2fsprogs qemu-utils gnuplot-nox jq
     libasan8 libubsan1
+    qemu-system-x86 cpio
 )
 BPO_PKGS=(meson python3-pycotap)
 
