@@ -1,5 +1,7 @@
 #!/bin/bash
-# Install everything the fork, xensim and the benchmarks need on Debian 12.
+# Install everything the fork, xensim and the benchmarks need on Debian 12;
+# with the argument "realxen", what make check-xen needs too
+# (qemu-system-x86, cpio).
 # Idempotent: installs only what is missing, adds bookworm-backports (for
 # meson >= 1.5) and a deb-src entry (xensim/fio/get-fio-src.sh) only when
 # the machine has none, on the Debian mirror its apt sources already use.
@@ -14,6 +16,7 @@ PKGS=(
     libasan8 libubsan1
     autoconf automake libtool uuid-dev libssl-dev
 )
+[ "${1:-}" != realxen ] || PKGS+=(qemu-system-x86 cpio)
 BPO_PKGS=(meson python3-pycotap)
 
 SUDO=

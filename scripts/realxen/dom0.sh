@@ -1,0 +1,173 @@
+# dom0 side of the real-Xen test (busybox sh), run by dom0-init from the
+# payload disk (/payload). For each arm of /payload/plan, one after the
+# other: a PV domU made by xl whose disk libxl serves with that arm's
+# QEMU (device_model_override), the domU's requests (through xenstore:
+# data/xb/req -> data/xb/ack, see domu-jobs.sh), then the logs.
+#
+# /payload/plan: "MODE ARM QEMU-DIR IOTHREAD" lines (IOTHREAD: the
+# device_model_args_pv IOThread of the fork, or "-"). Prints "XB <arm> ..."
+# lines (results, information) and each domU's console and QEMU log with
+# a "[<arm>] " prefix; scripts/realxen/run.sh judges.
+P=/payload
+export PATH=/usr/lib/xen-4.17/bin:/usr/sbin:/usr/bin
+
+mkdir -p /etc/xen && touch /etc/xen/xl.conf     # xl warns without one
+# QEMU's data files (keymaps), where an installed QEMU looks for them
+for d in /usr/local/share /usr/share; do
+    [ -e $d/qemu ] || { mkdir -p $d && ln -s "$P/arms/share/qemu" $d/qemu; }
+done
+
+# QEMU's shared libraries: the payload's, where dom0 has none of that name
+for l in "$P"/lib/*; do
+    [ -e "/usr/lib/x86_64-linux-gnu/${l##*/}" ] || cp "$l" /usr/lib/x86_64-linux-gnu/
+done
+
+# qmp DOMID CMD-JSON: one QMP command on libxl's monitor of the domain's
+# device model; prints the "return" value, compact
+qmp() {
+    { echo '{"execute":"qmp_capabilities"}'; echo "$2"; sleep 2; } |
+        socat -t 5 - "UNIX-CONNECT:/var/run/xen/qmp-libxl-$1" 2>/dev/null |
+        jq -c 'select(.return != null and .return != {}) | .return' | tail -n 1
+}
+
+# qemu_pid DOMID: the device model of that domain (its -xen-domid)
+qemu_pid() {
+    for p in /proc/[0-9]*; do
+        tr '\0' ' ' < "$p/cmdline" 2>/dev/null |
+            grep -q -- "-xen-domid $1 " && { echo "${p#/proc/}"; return; }
+    done
+}
+
+# serve ARM DOMID QPID VERB ARGS: one request of the domU; prints the
+# answer's text, returns its status
+serve() {
+    a=$1 d=$2 q=$3 verb=$4
+    shift 4
+    case $verb in
+    stats)
+        # query-blockstats of the disk whose node is "<vdev>-<driver>"
+        qmp "$d" '{"execute":"query-blockstats"}' |
+            jq -c --arg v "$1-" '.[] | select(.["node-name"] // "" |
+                startswith($v)) | .stats | {rd_operations, wr_operations,
+                rd_merged, wr_merged, flush_operations, unmap_operations,
+                failed_rd_operations, failed_wr_operations}' | grep .
+        ;;
+    attach)
+        timeout 120 xl block-attach "$d" "$1" > /run/xl.out 2>&1
+        r=$?
+        tr '\n' ' ' < /run/xl.out
+        case $1 in *target=/payload/ro.img*) echo "sha256 $RO_SHA256" ;; esac
+        return $r
+        ;;
+    detach)
+        # xl waits for the backend to close (10 s), then removes it
+        timeout 120 xl block-detach "$d" "$1" > /run/xl.out 2>&1
+        r=$?
+        tr '\n' ' ' < /run/xl.out
+        return $r
+        ;;
+    record)
+        # the whole query-blockstats, for the record
+        echo "XB $a I blockstats $(qmp "$d" '{"execute":"query-blockstats"}')" >&2
+        ;;
+    mkimage)
+        truncate -s 64M "/scratch/$a-$1.img"
+        ;;
+    qemu-alive)
+        kill -0 "$q" 2>/dev/null && echo yes || echo no
+        ;;
+    *)
+        echo "unknown request $verb"
+        return 1
+        ;;
+    esac
+}
+
+# dump_logs ARM: the device model's log (libxl stops it with the domain)
+# and what the kernel said about it
+dump_logs() {
+    for f in /var/log/xen/qemu-dm-$1.log /var/log/xen/xl-$1.log; do
+        [ -f "$f" ] && tail -n 60 "$f" | sed "s|^|[$1] ${f##*/}: |"
+    done
+    dmesg | grep -i -E 'qemu|segfault|traps:' | tail -n 10 | sed "s/^/[$1] dmesg: /"
+}
+
+# run_arm MODE ARM QEMU-DIR IOTHREAD: one domU, served until it is gone
+run_arm() {
+    mode=$1 a=$2 dir=$3 iot=$4
+    bin=$P/arms/$dir/qemu-system-i386
+    missing=$(/lib64/ld-linux-x86-64.so.2 --list "$bin" | grep 'not found')
+    [ -z "$missing" ] || { echo "XB $a R ldd FAIL $missing"; return; }
+    echo "XB $a R ldd PASS"
+    truncate -s 512M "/scratch/$a-xvda.img"
+    truncate -s 256M "/scratch/$a-xvdb.img"
+    cfg=/run/$a.cfg
+    {
+        echo "name = \"$a\""
+        echo 'type = "pv"'
+        echo 'kernel = "/boot/vmlinuz"'
+        echo "ramdisk = \"$P/domu.cpio\""
+        echo "extra = \"console=hvc0 quiet xb_arm=$a xb_mode=$mode\""
+        echo 'memory = 512'
+        echo 'vcpus = 1'
+        echo 'on_poweroff = "destroy"'
+        echo 'on_crash = "destroy"'
+        echo "disk = [ \"format=raw,vdev=xvda,access=rw,backendtype=qdisk,target=/scratch/$a-xvda.img\" ]"
+        echo 'device_model_version = "qemu-xen"'
+        echo "device_model_override = \"$bin\""
+        [ "$iot" = - ] ||
+            echo "device_model_args_pv = [ \"-object\", \"iothread,id=xvda,$iot\" ]"
+    } > "$cfg"
+    echo "XB $a I create-start $(cut -d' ' -f1 /proc/uptime)"
+    if ! xl create "$cfg" > "/run/$a.create.log" 2>&1; then
+        echo "XB $a R create FAIL $(tr '\n' ' ' < "/run/$a.create.log")"
+        dump_logs "$a"
+        return
+    fi
+    d=$(xl domid "$a")
+    q=$(qemu_pid "$d")
+    echo "XB $a R create PASS domid=$d qemu-pid=${q:-none} at $(cut -d' ' -f1 /proc/uptime)"
+    tail -n +1 -f "/var/log/xen/console/guest-$a.log" 2>/dev/null |
+        sed "s/^/[$a] /" &
+    tailpid=$!
+    if [ "$iot" != - ]; then
+        it=$(qmp "$d" '{"execute":"query-iothreads"}')
+        echo "XB $a I iothreads $it"
+        want=${iot#*poll-max-ns=}
+        echo "$it" | jq -e --argjson w "${want%%,*}" \
+            'any(.[]; .id == "xvda" and .["poll-max-ns"] == $w)' >/dev/null
+        r=$?
+        [ $r = 0 ] && echo "XB $a R iothread-args PASS" ||
+            echo "XB $a R iothread-args FAIL"
+    fi
+    last=
+    t0=$(cut -d. -f1 /proc/uptime)
+    # until libxl removes the domain's xenstore home (xl is too heavy to
+    # run in this loop under emulation)
+    while xenstore-exists "/local/domain/$d"; do
+        req=$(xenstore-read "/local/domain/$d/data/xb/req" 2>/dev/null)
+        if [ -n "$req" ] && [ "$req" != "$last" ]; then
+            last=$req
+            s=${req%% *}
+            # shellcheck disable=SC2086
+            txt=$(serve "$a" "$d" "$q" ${req#* })
+            xenstore-write "/local/domain/$d/data/xb/ack" "$s $? $txt"
+        fi
+        if [ $(( $(cut -d. -f1 /proc/uptime) - t0 )) -gt "$ARM_TIMEOUT" ]; then
+            echo "XB $a R timeout FAIL after ${ARM_TIMEOUT}s"
+            xl destroy "$a"
+            break
+        fi
+        sleep 0.3
+    done
+    sleep 1
+    kill "$tailpid" 2>/dev/null
+    dump_logs "$a"
+}
+
+. "$P/plan.env"
+while read -r mode a dir iot; do
+    echo "XB $a I arm-start $(cut -d' ' -f1 /proc/uptime)"
+    run_arm "$mode" "$a" "$dir" "$iot"
+    echo "XB $a I arm-end $(cut -d' ' -f1 /proc/uptime)"
+done < "$P/plan"
