@@ -86,12 +86,10 @@ full)
     rand_bs_list=${BENCH_RAND_BS-"4k 64k"}
     rand_qd_list=${BENCH_RAND_QD-"1 16 32"}
     repeats=${BENCH_REPEATS:-12}
-    # 2400 fio runs (20 cells x 2 backends x 5 arms x 12). A guest run
-    # costs its ramp + runtime plus ~0.8 s (fio start, blkfront
-    # connect/disconnect, two QMP probes), a host run ~0.4 s; a cell of
-    # one backend, all five arms, took 9.5 s with 1 s runs on a busy
-    # machine. 0.2 s ramp + 0.7 s measured: about 9 s per cell and
-    # backend, 40 x 12 of them, 60-72 minutes.
+    # About 4900 fio runs (38 cells; the file disk's six arms, null-co's
+    # five; 12 repeats). A guest run costs its ramp + runtime plus ~0.8 s
+    # (fio start, blkfront connect/disconnect, two QMP probes), a host run
+    # ~0.4 s: 2.4 hours on 2 cores (docs/benchmarks.rst).
     ramp=${BENCH_RAMP:-200ms}
     runtime=${BENCH_RUNTIME:-700ms}
     ;;
