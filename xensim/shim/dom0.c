@@ -160,15 +160,31 @@ void __syslog_chk(int pri, int flag, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Exported as setrlimit@GLIBC_2.2.5 and setrlimit64@GLIBC_2.2.5. */
+static int dom0_setrlimit_eperm(__rlimit_resource_t resource,
+                                const struct rlimit *rl);
+
+/*
+ * Exported as setrlimit@GLIBC_2.2.5 and setrlimit64@GLIBC_2.2.5. Not
+ * instrumented: AddressSanitizer's runtime, preloaded ahead of the shim
+ * into uninstrumented programs (XENSIM_PRELOAD), calls setrlimit() while
+ * it initialises, before its shadow memory exists.
+ */
+__attribute__((no_sanitize_address))
 int setrlimit(__rlimit_resource_t resource, const struct rlimit *rl)
+{
+    if (prlimit(0, resource, rl, NULL) == 0) {
+        return 0;
+    }
+    return dom0_setrlimit_eperm(resource, rl);
+}
+
+/* A limit the kernel refused: what a XenServer dom0's root would get */
+static int dom0_setrlimit_eperm(__rlimit_resource_t resource,
+                                const struct rlimit *rl)
 {
     static int logged;
     struct rlimit cur, want;
 
-    if (prlimit(0, resource, rl, NULL) == 0) {
-        return 0;
-    }
     if (errno != EPERM ||
         (resource != RLIMIT_MEMLOCK && resource != RLIMIT_CORE) ||
         prlimit(0, resource, NULL, &cur) < 0) {
