@@ -1,8 +1,8 @@
 #!/bin/bash
 # Tests of the fork's own tooling: pinned fetch, patch-queue round trip,
 # and what the two QEMU builds must provide.
-# Usage: run.sh [TEST...]   (tampered nosource routes nogc roundtrip binaries;
-#                            default all)
+# Usage: run.sh [TEST...]   (tampered nosource routes nogc variants
+#                            roundtrip binaries guard; default all)
 # Prints one line per test and a closing "N passed, N failed" line.
 set -uo pipefail
 
@@ -284,7 +284,45 @@ t_binaries() {
     fi
 }
 
-for t in ${*:-tampered nosource routes nogc variants roundtrip binaries}; do
+# The bench guard's verdict (scripts/bench/analyze.py --confirm) on
+# made-up confirm runs: noise around parity passes, a cell whose 95%
+# interval lies below 0.90 fails, and a run too short for an interval
+# is an error, not a pass.
+t_guard() {
+    local d=$work/guard c rc name want msg
+    for c in "level:0:beyond noise" "slow:1:95% CI and all" \
+             "short:1:too few repeats"; do
+        IFS=: read -r name want msg <<< "$c"
+        mkdir -p "$d/$name"
+        PYTHONDONTWRITEBYTECODE=1 python3 - "$top/scripts/bench" "$d/$name" "$name" <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import analyze
+out, case = sys.argv[2], sys.argv[3]
+ratios = {"level": [0.78, 0.85, 0.88, 0.92, 0.95, 0.97, 1.0, 1.02, 1.05,
+                    1.1, 1.2],
+          "slow": [0.55, 0.6, 0.62, 0.65, 0.68, 0.7, 0.72, 0.75, 0.8,
+                   0.85, 1.3],
+          "short": [0.5, 0.6, 0.7]}[case]
+s = {"n": len(ratios), "ratio_iops": analyze.median(ratios),
+     "ratio_iops_repeats": ratios,
+     "ratio_iops_ci95": analyze.median_ci95(ratios)}
+json.dump({"runs": [], "summary": {"null/4k/16/randrw/fork": s}},
+          open(out + "/results.json", "w"))
+PY
+        rc=0
+        python3 "$top/scripts/bench/analyze.py" --confirm "$d/$name" \
+            > "$d/$name.log" 2>&1 || rc=$?
+        if [ "$rc" = "$want" ] && grep -q "$msg" "$d/$name.log"; then
+            ok "bench guard: a $name cell exits $want ($msg)"
+        else
+            nok "bench guard: a $name cell exits $want ($msg; got $rc)" \
+                "$d/$name.log"
+        fi
+    done
+}
+
+for t in ${*:-tampered nosource routes nogc variants roundtrip binaries guard}; do
     "t_$t"
 done
 echo "tooling: $pass passed, $fail failed"
