@@ -340,7 +340,12 @@ readonly_disk() {
     d=no
     blkdiscard -o 0 -l $MiB "/dev/$vdev" 2>/dev/null && d=yes
     [ $match = yes ] && [ "$ro" = 1 ] && [ $w = no ] && [ $d = no ]
-    res "$case" $? "sha256-match=$match ro=$ro write-ok=$w discard-ok=$d"
+    r=$?
+    # what was read, against what dom0 wrote: sectors and hash prefixes
+    sectors=$(cat "/sys/block/$vdev/size")
+    res "$case" $r "sha256-match=$match ro=$ro write-ok=$w discard-ok=$d \
+sectors=$sectors got=$(echo "$got" | cut -c1-12) \
+want=$(echo "${want##* }" | cut -c1-12)"
 }
 
 # --- a disk whose first attach failed, attached again --------------------------

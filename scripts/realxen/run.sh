@@ -42,7 +42,6 @@ esac
 # patch of the series that fixes it (its number is looked up at run time)
 declare -A XFAIL=(
     [upstream:ro]="open a read-only disk read-only at the format layer"
-    [upstream:cdrom]="open a read-only disk read-only at the format layer"
     [upstream:hotplug-features]="announce InitWait only after the device wrote its features"
     [upstream:reattach-after-failure]="forget a backend that failed once its node is gone"
 )
