@@ -61,6 +61,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build
 here=$top/scripts/bench
 . "$top/scripts/base.sh"      # BASE=X.Y: that base's trees (qbuild)
+. "$top/scripts/bench/session.sh"   # sessions: start, send, run, stop
 qb=$qbuild
 
 case $mode in
@@ -130,6 +131,7 @@ for a in $arm_list; do
 done
 
 log() { printf '%s\n' "$*" >&2; }
+warn() { log "bench-scale: WARNING: $*"; }
 die() { log "bench-scale: $*"; exit 1; }
 
 for a in "${arms[@]}"; do
@@ -169,14 +171,10 @@ git -C "$qb/src" log --oneline "base/$QEMU_VERSION..HEAD" \
 # --- Disks: one per guest, shared by the arms (one runs at a time) ---------
 
 disks=()
-sess_pid=()
+declare -A sess_pid sess_starts
 sessions=()
 cleanup() {
-    local s
-    for s in "${sessions[@]}"; do
-        [ -p "$s/cmd" ] && send "$s" quit 2>/dev/null || true
-    done
-    for s in "${sess_pid[@]}"; do kill "$s" 2>/dev/null || true; done
+    kill_sessions
     rm -f "${disks[@]}"
 }
 trap cleanup EXIT
@@ -217,39 +215,16 @@ arm_args() {
     done
 } > "$meta/commands.txt"
 
-# start_session ARM SDIR: the arm's host, xenstored and n_max QEMUs; its
-# `xensim run` pid goes to sess_pid[index of ARM]. Not our child (see
-# bench.sh: bash once blocked for good in wait4 on such children).
-declare -A sess_starts arm_index
-for i in "${!arms[@]}"; do arm_index[${arms[$i]}]=$i; done
-start_session() {
-    local a=$1 sdir=$2 args i n
-    mkdir -p "$sdir"
-    n=$(( ${sess_starts[$sdir]:-0} + 1 ))
-    sess_starts[$sdir]=$n
-    rm -f "$sdir/ready"
-    mapfile -t args < <(arm_args "$a")
-    (
-        (
-            exec "$xensim" run "${args[@]}" \
-                --log-dir "$sdir/xensim-logs.$n" -- \
-                "$here/scale-guest.sh" "$sdir" \
-                > "$sdir/session.$n.log" 2>&1 < /dev/null
-        ) &
-        echo $! > "$sdir/pid.$n"
-    )
-    sess_pid[${arm_index[$a]}]=$(cat "$sdir/pid.$n")
-    for i in $(seq 1200); do
-        [ -f "$sdir/ready" ] && return 0
-        kill -0 "${sess_pid[${arm_index[$a]}]}" 2>/dev/null || break
-        sleep 0.1
-    done
-    cat "$sdir/session.$n.log" >&2
-    die "session of arm $a did not start (see $sdir)"
-}
-
-send() {
-    timeout 10 bash -c 'echo "$1" > "$2"' _ "$2" "$1/cmd"
+# The session plumbing (start, send, run and restart, stop) is
+# scripts/bench/session.sh's. A session here is the arm's host, xenstored
+# and n_max QEMUs.
+session_ready_s=120
+# session_exec ARM SDIR N ARGS...: see start_session
+session_exec() {
+    local sdir=$2 n=$3
+    shift 3
+    exec "$xensim" run "$@" --log-dir "$sdir/xensim-logs.$n" -- \
+        "$here/scale-guest.sh" "$sdir"
 }
 
 # jobfile FILE SDIR ID N WORKLOAD: one fio job per guest 1..N
@@ -312,54 +287,12 @@ jobfile() {
 }
 
 # run_guests ARM SDIR ID N WORKLOAD [timed D W]: one run; waits for it.
-# A session that died (a QEMU crashed: xensim tears the host down) is
-# recorded in crashes.txt and restarted, and the run done again.
+# A session that died (a QEMU crashed) is restarted and the run done
+# again, 3 tries in all (run_in_session).
 run_guests() {
     local a=$1 sdir=$2 id=$3 n=$4 w=$5 verb=${6:-run} d=${7:-} win=${8:-}
-    local i try rc pid
     jobfile "$sdir/$id.fio" "$sdir" "$id" "$n" "$w"
-    for try in 1 2 3; do
-        pid=${sess_pid[${arm_index[$a]}]}
-        rm -f "$sdir/$id.done"
-        if send "$sdir" "$verb $id $sdir/$id.fio $d $win"; then
-            for i in $(seq 2400); do                # 2 minutes
-                [ -f "$sdir/$id.done" ] && break
-                kill -0 "$pid" 2>/dev/null || break
-                sleep 0.05
-            done
-        fi
-        rc=$(cat "$sdir/$id.done" 2>/dev/null || echo none)
-        [ "$rc" = 0 ] && return 0
-        if kill -0 "$pid" 2>/dev/null; then
-            [ "$rc" = none ] && die "no answer from $sdir for $id"
-            die "fio failed in $sdir ($id): $(tail -n 5 "$sdir/$id.fio.log")"
-        fi
-        printf '%s %s %s try %d: session died (see %s/session.%s.log)\n' \
-            "${sdir#"$out"/raw/}" "$a" "$id" "$try" "$sdir" \
-            "${sess_starts[$sdir]}" >> "$out/crashes.txt"
-        log "bench-scale: WARNING: arm $a died in $id, restarting its" \
-            "session; see $out/crashes.txt"
-        [ "$try" = 3 ] && break
-        start_session "$a" "$sdir"
-    done
-    die "arm $a keeps dying in $id"
-}
-
-stop_sessions() {
-    local s i pid
-    for s in "${sessions[@]}"; do send "$s" quit || true; done
-    for pid in "${sess_pid[@]}"; do
-        for i in $(seq 600); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        if kill -0 "$pid" 2>/dev/null; then
-            log "bench-scale: WARNING: session $pid did not quit; stopping it"
-            kill "$pid" 2>/dev/null || true
-        fi
-    done
-    sessions=()
-    sess_pid=()
+    run_in_session "$a" "$sdir" "$id" 3 "$verb $id $sdir/$id.fio $d $win"
 }
 
 # aggregate MB/s of a run, all guests
@@ -378,20 +311,9 @@ log "bench-scale: $mode, ${ncells} cells x ${#arms[@]} arms x $repeats" \
     "repeats, up to $n_max guests per host, unpinned -> $out"
 t0=$(date +%s)
 
-# start_repeat DIR: every arm's session for one repeat
-start_repeat() {
-    local rdir=$1 a
-    sessions=()
-    sess_pid=()
-    for a in "${arms[@]}"; do
-        start_session "$a" "$rdir/$a"
-        sessions+=("$rdir/$a")
-    done
-}
-
 for ((r = 1; r <= repeats; r++)); do
     rdir=$(printf '%s/raw/r%02d' "$out" "$r")
-    start_repeat "$rdir"
+    start_repeat "$rdir" "${arms[@]}"
     for ((c = 0; c < ncells; c++)); do
         IFS=: read -r n w <<< "${cells[$c]}"
         id=n$n-$w
@@ -404,7 +326,7 @@ for ((r = 1; r <= repeats; r++)); do
         log "$(printf '[%ds] r%d/%d N=%-2s %-9s MB/s:%s' \
             "$(( $(date +%s) - t0 ))" "$r" "$repeats" "$n" "$w" "$line")"
     done
-    stop_sessions
+    stop_sessions "${arms[@]}"
 done
 
 # --- Idle cost --------------------------------------------------------------
@@ -414,7 +336,7 @@ done
 # starting 1 s in (adaptive polling has settled).
 for ((r = 1; r <= idle_repeats; r++)); do
     rdir=$(printf '%s/raw/idle%02d' "$out" "$r")
-    start_repeat "$rdir"
+    start_repeat "$rdir" "${arms[@]}"
     for ((i = 0; i < ${#arms[@]}; i++)); do
         a=${arms[$(( (i + r) % ${#arms[@]} ))]}
         run_guests "$a" "$rdir/$a" "n$idle_n-idle" "$idle_n" idle \
@@ -425,7 +347,7 @@ for ((r = 1; r <= idle_repeats; r++)); do
         done
     done
     log "[$(( $(date +%s) - t0 ))s] idle repeat $r/$idle_repeats done"
-    stop_sessions
+    stop_sessions "${arms[@]}"
 done
 uptime > "$meta/uptime-end.txt"
 

@@ -82,6 +82,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build
 here=$top/scripts/bench
 . "$top/scripts/base.sh"      # BASE=X.Y: that base's trees (qb)
+. "$top/scripts/bench/session.sh"   # sessions: start, send, run, stop
 qb=$qbuild
 base_tag=base/$QEMU_VERSION
 
@@ -168,6 +169,7 @@ done
 [[ " ${arms[*]} " == *" upstream "* ]] || arms=(upstream "${arms[@]}")
 
 log() { printf '%s\n' "$*" >&2; }
+warn() { log "bench: WARNING: $*"; }
 die() { log "bench: $*"; exit 1; }
 
 # --- Build the ablation arms (once) -----------------------------------------
@@ -277,14 +279,10 @@ git -C "$qb/src" log --oneline "$base_tag..HEAD" \
 disk=/dev/shm/xenblk-bench-$$.raw
 image=$disk
 loopdev=
+declare -A sess_pid sess_starts
 sessions=()
 cleanup() {
-    local s
-    for s in "${sessions[@]}"; do
-        [ -p "$s/cmd" ] && send "$s" quit 2>/dev/null || true
-    done
-    # the sessions' `xensim run`s; each tears its host down on SIGTERM
-    for s in "${sess_pid[@]}"; do kill "$s" 2>/dev/null || true; done
+    kill_sessions
     [ -z "$loopdev" ] || losetup -d "$loopdev" 2>/dev/null || true
     rm -f "$image"
 }
@@ -371,48 +369,21 @@ arm_args() {
 
 # --- Sessions -----------------------------------------------------------------
 
-# start_session ARM DIR: an arm's host + QEMU for one repeat; its
-# `xensim run` pid goes to sess_pid[ARM]. A restarted session (after a
-# crash) keeps the directory; each start logs to its own files.
-declare -A sess_pid sess_starts
-start_session() {
-    local a=$1 sdir=$2 args i n
-    mkdir -p "$sdir"
-    n=$(( ${sess_starts[$sdir]:-0} + 1 ))
-    sess_starts[$sdir]=$n
-    rm -f "$sdir/ready"
-    mapfile -t args < <(arm_args "$a")
-    # Not our child: the session is started from a subshell that exits at
-    # once. With the sessions as children, bash once blocked for good in
-    # wait4(-1) after a command substitution whose child it had already
-    # reaped (two full grids and a quick one stalled so); liveness is
-    # checked with kill -0 instead of wait.
-    (
-        (
-            export BENCH_ENGINE=$engine BENCH_GUEST_CPU=$guest_cpu
-            [ "${arm_iothread_arg[$a]}" != 0 ] ||
-                export BENCH_QOM_POLL="xvda=$poll_ns"
-            exec taskset -c "$qemu_cpu" "$xensim" run "${args[@]}" \
-                --log-dir "$sdir/xensim-logs.$n" -- "$here/guest.sh" \
-                "$sdir" > "$sdir/session.$n.log" 2>&1 < /dev/null
-        ) &
-        echo $! > "$sdir/pid.$n"
-    )
-    sess_pid[$a]=$(cat "$sdir/pid.$n")
-    for i in $(seq 600); do
-        [ -f "$sdir/ready" ] && return 0
-        kill -0 "${sess_pid[$a]}" 2>/dev/null || break
-        sleep 0.1
-    done
-    cat "$sdir/session.$n.log" >&2
-    die "session of arm $a did not start (see $sdir)"
+# The session plumbing (start, send, run and restart, stop) is
+# scripts/bench/session.sh's.
+session_ready_s=60
+# session_exec ARM SDIR N ARGS...: an arm's host + QEMU for one repeat,
+# pinned, with guest.sh's environment (see start_session)
+session_exec() {
+    local a=$1 sdir=$2 n=$3
+    shift 3
+    export BENCH_ENGINE=$engine BENCH_GUEST_CPU=$guest_cpu
+    [ "${arm_iothread_arg[$a]}" != 0 ] ||
+        export BENCH_QOM_POLL="xvda=$poll_ns"
+    exec taskset -c "$qemu_cpu" "$xensim" run "$@" \
+        --log-dir "$sdir/xensim-logs.$n" -- "$here/guest.sh" "$sdir"
 }
 
-# send SDIR LINE: one line to a session's FIFO; fails (does not block)
-# when the session is gone
-send() {
-    timeout 10 bash -c 'echo "$1" > "$2"' _ "$2" "$1/cmd"
-}
 # fio job options of one cell (shared by the guest and the reference)
 cell_args() {
     local bs=$1 qd=$2 rw=$3 mix=""
@@ -424,56 +395,12 @@ cell_args() {
 }
 
 # run_xen ARM SDIR ID DEVID ARGS: one fio run in a session; waits for it.
-# If the session died (QEMU crashed: xensim tears the host down when the
-# guest script fails), the crash is recorded in crashes.txt, the arm's
-# session restarted and the cell run again (up to 3 times).
+# A session that died (a QEMU crash) is restarted and the cell run again,
+# up to 3 times (run_in_session).
 run_xen() {
-    local a=$1 sdir=$2 id=$3 devid=$4 args=$5 i try rc
-    for try in 1 2 3 4; do
-        rm -f "$sdir/$id.done"
-        if send "$sdir" "$id $devid $args --ring_order=$ring_order"; then
-            for i in $(seq 2400); do            # 2 minutes
-                [ -f "$sdir/$id.done" ] && break
-                kill -0 "${sess_pid[$a]}" 2>/dev/null || break
-                sleep 0.05
-            done
-        fi
-        rc=$(cat "$sdir/$id.done" 2>/dev/null || echo none)
-        [ "$rc" = 0 ] && return 0
-        if kill -0 "${sess_pid[$a]}" 2>/dev/null; then
-            [ "$rc" = none ] && die "no answer from $sdir for $id"
-            die "fio failed in $sdir ($id): $(tail -n 5 "$sdir/$id.fio.log")"
-        fi
-        wait "${sess_pid[$a]}" 2>/dev/null || true
-        printf '%s %s %s try %d: session died (see %s/session.%s.log)\n' \
-            "${sdir#"$out"/raw/}" "$a" "$id" "$try" "$sdir" \
-            "${sess_starts[$sdir]}" >> "$out/crashes.txt"
-        log "bench: WARNING: arm $a died in $id (QEMU crash?), restarting" \
-            "its session; see $out/crashes.txt"
-        [ "$try" = 4 ] && break
-        start_session "$a" "$sdir"
-    done
-    die "arm $a keeps dying in $id"
-}
-
-# stop_sessions: quit this repeat's sessions and reap each one. A session
-# still there after 60 s is sent SIGTERM (`xensim run` tears its host
-# down on it): a bare `wait` here once hung a full grid for good.
-stop_sessions() {
-    local s a i
-    for s in "${sessions[@]}"; do send "$s" quit || true; done
-    for a in "${arms[@]}"; do
-        for i in $(seq 600); do
-            kill -0 "${sess_pid[$a]}" 2>/dev/null || break
-            sleep 0.1
-        done
-        if kill -0 "${sess_pid[$a]}" 2>/dev/null; then
-            log "bench: WARNING: session of arm $a did not quit; stopping it"
-            kill "${sess_pid[$a]}" 2>/dev/null || true
-        fi
-        wait "${sess_pid[$a]}" 2>/dev/null || true
-    done
-    sessions=()
+    local a=$1 sdir=$2 id=$3 devid=$4 args=$5
+    run_in_session "$a" "$sdir" "$id" 4 \
+        "$id $devid $args --ring_order=$ring_order"
 }
 
 # run_ref DIR ID BACKEND ARGS: fio on the host, same store, no Xen
@@ -523,11 +450,7 @@ t0=$(date +%s)
 
 for ((r = 1; r <= repeats; r++)); do
     rdir=$(printf '%s/raw/r%02d' "$out" "$r")
-    sessions=()
-    for a in "${arms[@]}"; do
-        start_session "$a" "$rdir/$a"
-        sessions+=("$rdir/$a")
-    done
+    start_repeat "$rdir" "${arms[@]}"
     for ((c = 0; c < ncells; c++)); do
         IFS=: read -r bs qd rw <<< "${cells[$c]}"
         args=$(cell_args "$bs" "$qd" "$rw")
@@ -558,7 +481,7 @@ for ((r = 1; r <= repeats; r++)); do
                 "$bs" "$qd" "$rw" "$line")"
         done
     done
-    stop_sessions
+    stop_sessions "${arms[@]}"
 done
 uptime > "$meta/uptime-end.txt"
 
