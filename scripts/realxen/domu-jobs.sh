@@ -151,10 +151,12 @@ job_discard() {
     [ "$unmaps" -gt 0 ] && [ "$nz" = 0 ]
 }
 
-# job_mkfs D: mke2fs -t ext4 on the whole disk, then a forced e2fsck -n
+# job_mkfs D: mke2fs -t ext4 on the whole disk, then a forced e2fsck -n.
+# e2fsprogs' by path: Debian's static busybox sh runs its own applet of
+# the same name first, whatever PATH says, and that one has no ext4.
 job_mkfs() {
-    mke2fs -q -F -t ext4 "/dev/$1" >/tmp/mkfs.log 2>&1 &&
-        e2fsck -f -n "/dev/$1" >>/tmp/mkfs.log 2>&1
+    /usr/sbin/mke2fs -q -F -t ext4 "/dev/$1" >/tmp/mkfs.log 2>&1 &&
+        /usr/sbin/e2fsck -f -n "/dev/$1" >>/tmp/mkfs.log 2>&1
     r=$?
     [ $r = 0 ] || tail -3 /tmp/mkfs.log | sed "s/^/XB $arm I mkfs: /" >&2
     return $r
