@@ -496,7 +496,7 @@ elif [ "$mode" = quick ]; then
     python3 "$here/analyze.py" --check "$out" || rc=$?
     if [ "$rc" = 3 ]; then
         # The guard tripped: the tripped cells again, alone and longer
-        # (analyze.py, RANDOM_GUARD). Lines: backend bs qd rw key.
+        # (analyze.py, RANDOM_GUARD). Lines: backend bs qd rw.
         pick() { cut -d' ' -f"$1" "$out/guard-tripped.txt" | sort -u |
                  tr '\n' ' '; }
         BENCH_CONFIRM=1 BENCH_OUT=$out/confirm BENCH_ARMS=fork BENCH_BS='' \

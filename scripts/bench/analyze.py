@@ -831,7 +831,7 @@ def guard_cells(summary):
         if backend not in RANDOM_GUARD_BACKENDS:
             shown.append((cell, None))
         elif s.get("ratio_iops", 1) < RANDOM_GUARD:
-            low.append((cell, (backend, bs, qd, rw, key)))
+            low.append((cell, (backend, bs, qd, rw)))
     return low, shown
 
 
