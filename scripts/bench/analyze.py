@@ -820,7 +820,7 @@ def check(out):
 
 def guard_cells(summary):
     """The fork's random cells: (guarded ones below RANDOM_GUARD, reported
-    ones), each as (text, (backend, bs, qd, rw, summary key))."""
+    ones), each as (text, (backend, bs, qd, rw))."""
     low, shown = [], []
     for key, s in sorted(summary.items()):
         backend, bs, qd, rw, arm = key.split("/")
