@@ -3,7 +3,8 @@
 # QEMU that libxl started in dom0 for this domain (the arm).
 #
 # Kernel command line: xb_arm=NAME (the arm, for the markers) and
-# xb_mode=smoke|full (docs/real-xen.rst lists the jobs of each).
+# xb_mode=smoke|full|full-o0 (docs/real-xen.rst lists the jobs of each;
+# full-o0 is the ring order 0 pass of full, in a domain of its own).
 # Output, on the console (xenconsoled logs it in dom0):
 #   XB <arm> R <case> PASS|FAIL [detail]   one result per case
 #   XB <arm> C <job> key=value...          per-I/O counters of a job
@@ -119,31 +120,31 @@ job_sha256() {
     [ "$got" = "$want" ]
 }
 
-# job_fsync D: 4 KiB random writes, each followed by fsync, so that the
-# guest sends BLKIF_OP_FLUSH_DISKCACHE: QEMU must count a flush per
-# write (query-blockstats flush_operations), the data must verify
-# The flushes are counted where blkfront completed them (the guest's
-# /sys/block stat); QEMU's query-blockstats count is shown beside, not
-# judged: xen-block accounts no flush and no discard, on either arm.
+# job_fsync D: 4 KiB random writes, each followed by fsync (and one at
+# the end: fio issues a write's fsync before the next write, so the last
+# write has none without end_fsync), so that blkfront sends
+# BLKIF_OP_FLUSH_DISKCACHE; the data must verify. The flushes are counted
+# where blkfront completed them (the guest's /sys/block stat), and where
+# QEMU did (query-blockstats flush_operations), for the blockstats case.
 job_fsync() {
     pre=$(ask stats "$1") || return 1
     gpre=$(blk_stat "$1" 16)
     fio_run fsync --filename="/dev/$1" --rw=randwrite --bs=4k --size=1m \
-        --offset=300m --fsync=1 --verify=crc32c --do_verify=1 \
-        --verify_fatal=1 --verify_state_save=0
+        --offset=300m --fsync=1 --end_fsync=1 --verify=crc32c \
+        --do_verify=1 --verify_fatal=1 --verify_state_save=0
     r=$?
     post=$(ask stats "$1") || return 1
     writes=$(jq '.jobs[0].write.total_ios' /tmp/fsync.json)
-    flushes=$(( $(blk_stat "$1" 16) - gpre ))
-    qflushes=$(( $(stat_of "$post" flush_operations) -
-                 $(stat_of "$pre" flush_operations) ))
-    say "I fsync writes=$writes flushes=$flushes qemu-flush-operations=$qflushes"
-    [ $r = 0 ] && [ "$writes" -gt 0 ] && [ "$flushes" -ge "$writes" ]
+    g_flushes=$(( $(blk_stat "$1" 16) - gpre ))
+    q_flushes=$(( $(stat_of "$post" flush_operations) -
+                  $(stat_of "$pre" flush_operations) ))
+    say "I fsync writes=$writes flushes=$g_flushes qemu-flush-operations=$q_flushes"
+    [ $r = 0 ] && [ "$writes" -gt 0 ] && [ "$g_flushes" -ge "$writes" ]
 }
 
 # job_discard D: blkdiscard of 16 MiB that held data. QEMU (discard=unmap:
 # libxl's default discard-enable=1 for a writable disk) punches a hole,
-# so the range reads back as zeroes; blkfront counts the discards
+# so the range reads back as zeroes; blkfront and QEMU count the discards
 job_discard() {
     max=$(cat "/sys/block/$1/queue/discard_max_bytes")
     [ "$max" -gt 0 ] || { say "I discard not offered"; return 1; }
@@ -153,13 +154,13 @@ job_discard() {
     gpre=$(blk_stat "$1" 12)
     blkdiscard -o $((400 * MiB)) -l $((16 * MiB)) "/dev/$1" || return 1
     post=$(ask stats "$1") || return 1
-    discards=$(( $(blk_stat "$1" 12) - gpre ))
-    unmaps=$(( $(stat_of "$post" unmap_operations) -
-               $(stat_of "$pre" unmap_operations) ))
+    g_discards=$(( $(blk_stat "$1" 12) - gpre ))
+    q_discards=$(( $(stat_of "$post" unmap_operations) -
+                   $(stat_of "$pre" unmap_operations) ))
     nz=$(dd if="/dev/$1" bs=$MiB skip=400 count=16 iflag=direct 2>/dev/null |
          tr -d '\000' | wc -c)
-    say "I discard max=$max discards=$discards qemu-unmap-operations=$unmaps nonzero-bytes=$nz"
-    [ "$discards" -gt 0 ] && [ "$nz" = 0 ]
+    say "I discard max=$max discards=$g_discards qemu-unmap-operations=$q_discards nonzero-bytes=$nz"
+    [ "$g_discards" -gt 0 ] && [ "$nz" = 0 ]
 }
 
 # job_mkfs D: mke2fs -t ext4 on the whole disk, then a forced e2fsck -n.
@@ -248,7 +249,7 @@ pass() {
     [ "$got" = "$o" ]
     res "ring-order-o$o" $? "negotiated=$got"
     say "I features-xvda-o$o $(features xvda 51712)"
-    if [ "$mode" = full ]; then
+    if [ "$mode" != smoke ]; then
         job_verify xvda 1 16m
         res "fio-qd1-o$o" $?
     fi
@@ -256,11 +257,16 @@ pass() {
     res "fio-qd32-o$o" $?
     job_sha256 xvda 100
     res "sha256-o$o" $?
-    if [ "$mode" = full ]; then
+    if [ "$mode" != smoke ]; then
         job_fsync xvda
         res "fsync-o$o" $?
         job_discard xvda
         res "discard-o$o" $?
+        # QEMU accounted every flush and discard blkfront completed
+        [ "${g_flushes:-0}" -gt 0 ] && [ "$q_flushes" = "$g_flushes" ] &&
+            [ "${g_discards:-0}" -gt 0 ] && [ "$q_discards" = "$g_discards" ]
+        res "blockstats-o$o" $? "flushes guest=${g_flushes:-?}\
+ qemu=${q_flushes:-?} discards guest=${g_discards:-?} qemu=${q_discards:-?}"
         [ "$o" != 4 ] || counters
     fi
     job_mkfs xvda
@@ -385,24 +391,19 @@ reattach_failed() {
 }
 
 say "I start $(cut -d' ' -f1 /proc/uptime) mode=$mode"
-if [ "$mode" = full ]; then
+if [ "$mode" = full-o0 ]; then
+    # blkfront reads max_ring_page_order when it loads, and busybox's
+    # rmmod cannot unload it once xvda was used (EAGAIN, 30 tries): ring
+    # order 0 gets a domain of its own
     pass 0
-    # busybox's rmmod does not wait: EAGAIN while the last opener of
-    # xvda lets go. A blkfront still loaded would keep order 0 for pass 4.
-    n=0
-    until rmmod xen-blkfront 2>/dev/null; do
-        n=$((n + 1))
-        [ $n -lt 30 ] || { say "I rmmod xen-blkfront failed 30 times"; break; }
-        sleep 1
-    done
-    wait_path /dev/xvda 30 gone
+else
+    pass 4
+    hotplug
+    readonly_disk ro xvdc 51744 \
+        "vdev=xvdc,access=ro,backendtype=qdisk,target=/payload/ro.img"
+    readonly_disk cdrom xvdd 51760 \
+        "vdev=xvdd,devtype=cdrom,access=ro,backendtype=qdisk,target=/payload/ro.img"
+    reattach_failed
 fi
-pass 4
-hotplug
-readonly_disk ro xvdc 51744 \
-    "vdev=xvdc,access=ro,backendtype=qdisk,target=/payload/ro.img"
-readonly_disk cdrom xvdd 51760 \
-    "vdev=xvdd,devtype=cdrom,access=ro,backendtype=qdisk,target=/payload/ro.img"
-reattach_failed
 ask record >/dev/null
 say "I end $(cut -d' ' -f1 /proc/uptime)"
