@@ -4,8 +4,9 @@
 # QEMU (device_model_override), the domU's requests (through xenstore:
 # data/xb/req -> data/xb/ack, see domu-jobs.sh), then the logs.
 #
-# /payload/plan: "MODE ARM QEMU-DIR IOTHREAD" lines (IOTHREAD: the
-# device_model_args_pv IOThread of the fork, or "-"). Prints "XB <arm> ..."
+# /payload/plan: "MODE ARM QEMU-DIR IOTHREAD SKIP" lines (IOTHREAD: the
+# device_model_args_pv IOThread of the fork, or "-"; SKIP: cases the domU
+# leaves out, comma-separated, or "-"). Prints "XB <arm> ..."
 # lines (results, information) and each domU's console and QEMU log with
 # a "[<arm>] " prefix; scripts/realxen/run.sh judges.
 P=/payload
@@ -92,9 +93,9 @@ dump_logs() {
     dmesg | grep -i -E 'qemu|segfault|traps:' | tail -n 10 | sed "s/^/[$1] dmesg: /"
 }
 
-# run_arm MODE ARM QEMU-DIR IOTHREAD: one domU, served until it is gone
+# run_arm MODE ARM QEMU-DIR IOTHREAD SKIP: one domU, served until it is gone
 run_arm() {
-    mode=$1 a=$2 dir=$3 iot=$4
+    mode=$1 a=$2 dir=$3 iot=$4 skip=$5
     bin=$P/arms/$dir/qemu-system-i386
     missing=$(/lib64/ld-linux-x86-64.so.2 --list "$bin" | grep 'not found')
     [ -z "$missing" ] || { echo "XB $a R ldd FAIL $missing"; return; }
@@ -107,7 +108,7 @@ run_arm() {
         echo 'type = "pv"'
         echo 'kernel = "/boot/vmlinuz"'
         echo "ramdisk = \"$P/domu.cpio\""
-        echo "extra = \"console=hvc0 quiet xb_arm=$a xb_mode=$mode\""
+        echo "extra = \"console=hvc0 quiet xb_arm=$a xb_mode=$mode xb_skip=$skip\""
         echo 'memory = 512'
         echo 'vcpus = 1'
         echo 'on_poweroff = "destroy"'
@@ -166,8 +167,8 @@ run_arm() {
 }
 
 . "$P/plan.env"
-while read -r mode a dir iot; do
+while read -r mode a dir iot skip; do
     echo "XB $a I arm-start $(cut -d' ' -f1 /proc/uptime)"
-    run_arm "$mode" "$a" "$dir" "$iot"
+    run_arm "$mode" "$a" "$dir" "$iot" "$skip"
     echo "XB $a I arm-end $(cut -d' ' -f1 /proc/uptime)"
 done < "$P/plan"

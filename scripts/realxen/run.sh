@@ -8,8 +8,11 @@
 # hot-plug, detach during I/O, read-only and cdrom disks
 # (scripts/realxen/domu-jobs.sh).
 #
-# Usage: scripts/realxen/run.sh smoke|full
-#   smoke  arms upstream and fork, ring order 4 only, no counters (CI)
+# Usage: scripts/realxen/run.sh ci|smoke|full
+#   smoke  arms upstream and fork, ring order 4 only, no counters
+#   ci     smoke, less pristine QEMU's two known failures that cost a
+#          timeout each (the ro disk never attaches, the re-attach after a
+#          failure; about 3 minutes together): make check runs this one
 #   full   arms upstream, fork and fork-iothread (the fork with libxl's
 #          device_model_args_pv IOThread, poll-max-ns=8000000), ring
 #          orders 0 and 4, flush, discard, the per-I/O counters
@@ -32,9 +35,9 @@ QEMU_FORK=${QEMU_FORK:-$top/build/fork/qemu-system-i386}
 POLL_NS=8000000                    # the seed's poll-max-ns (8 ms)
 
 case $mode in
-smoke) arms=(upstream fork) ;;
+smoke|ci) arms=(upstream fork) ;;
 full)  arms=(upstream fork fork-iothread) ;;
-*) echo "usage: $0 smoke|full" >&2; exit 2 ;;
+*) echo "usage: $0 ci|smoke|full" >&2; exit 2 ;;
 esac
 [ -z "${REALXEN_ARMS:-}" ] || read -r -a arms <<< "$REALXEN_ARMS"
 
@@ -50,6 +53,10 @@ declare -A XFAIL=(
 
 log() { echo "realxen: $*" >&2; }
 die() { log "$*"; exit 1; }
+
+# Cases the ci mode leaves out, per arm: expected failures that end in a
+# timeout (make check-xen-smoke and check-xen run them)
+declare -A CI_SKIP=([upstream]="ro reattach-after-failure")
 
 # patch_ref SUBJECT: "NNNN full subject" of the patch of patches/series
 # whose subject ends with SUBJECT (empty if none)
@@ -69,6 +76,12 @@ patch_ref() {
 # cases MODE ARM: the cases an arm must report
 cases() {
     local o c
+    if [ "$1" = ci ]; then
+        for c in $(cases smoke "$2"); do
+            [[ " ${CI_SKIP[$2]:-} " == *" $c "* ]] || echo "$c"
+        done
+        return
+    fi
     echo ldd create
     [ "$2" != fork-iothread ] || echo iothread-args
     if [ "$1" = full ]; then
@@ -122,8 +135,12 @@ for a in "${arms[@]}"; do
     iot=-
     [ "$a" != fork-iothread ] || iot=poll-max-ns=$POLL_NS
     # full: ring order 0 first, in a domain of its own (domu-jobs.sh)
-    [ "$mode" != full ] || echo "full-o0 $a $d $iot" >> "$p/plan"
-    echo "$mode $a $d $iot" >> "$p/plan"
+    [ "$mode" != full ] || echo "full-o0 $a $d $iot -" >> "$p/plan"
+    skip=-
+    [ "$mode" != ci ] || [ -z "${CI_SKIP[$a]:-}" ] ||
+        skip=$(echo "${CI_SKIP[$a]}" | tr ' ' ,)
+    echo "$([ "$mode" = ci ] && echo smoke || echo "$mode") $a $d $iot $skip" \
+        >> "$p/plan"
 done
 # Data files: libxl passes -vnc none, and QEMU loads the en-us keymap for
 # it. A binary copied out of its build tree (no qemu-bundle/ beside it)
@@ -179,6 +196,12 @@ fails=0
 {
     printf '%-14s %-26s %-6s %s\n' arm case result detail
     for a in "${arms[@]}"; do
+        if [ "$mode" = ci ]; then
+            for c in ${CI_SKIP[$a]:-}; do
+                printf '%-14s %-26s %-6s %s\n' "$a" "$c" SKIP \
+                    "a known failure that costs a timeout: make check-xen-smoke runs it"
+            done
+        fi
         for c in $(cases "$mode" "$a"); do
             # a case both of an arm's domains report (ldd, create):
             # its first failure, else its first pass
