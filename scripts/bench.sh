@@ -153,11 +153,19 @@ arm_qemu[notify-only]=$qb/arms/notify/obj/qemu-system-i386
 arm_qemu[notify+poll]=$qb/arms/notify-poll/obj/qemu-system-i386
 arm_iothread_arg=([upstream]=0 [notify-only]=0 [notify+poll]=1 [fork]=1
                   [tapdisk]=-)
+# BENCH_EXTRA_ARMS="NAME=QEMU ...": more arms, e.g. a proposed change
+# built beside the fork (it takes libxl's IOThread from the command line,
+# as the fork does); named in the results as given, after the others
+for x in ${BENCH_EXTRA_ARMS:-}; do
+    arm_qemu[${x%%=*}]=${x#*=}
+    arm_iothread_arg[${x%%=*}]=1
+done
 blktap=$build/blktap/inst
 . "$top/upstream/blktap.conf"
 
 arms=()
-for a in ${BENCH_ARMS:-${all_arms[*]}}; do
+for a in ${BENCH_ARMS:-${all_arms[*]}} $(for x in ${BENCH_EXTRA_ARMS:-}; do
+                                             echo "${x%%=*}"; done); do
     # left out of the default arms when blktap could not be built
     if [ "$a" = tapdisk ] && [ -z "${BENCH_ARMS:-}" ] &&
        [ ! -x "$build/blktap/inst/libexec/tapdisk" ]; then

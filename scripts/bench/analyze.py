@@ -284,6 +284,11 @@ def summarize(runs, discard):
              r["repeat"])] = r
     repeats = sorted({r["repeat"] for r in runs})
     kept = [x for x in repeats if x > discard] or repeats
+    # arms of BENCH_EXTRA_ARMS (scripts/bench.sh) after the known ones
+    for r in runs:
+        if r["arm"] not in ARMS_ORDER:
+            ARMS_ORDER.insert(ARMS_ORDER.index("tapdisk"), r["arm"])
+            ARM_DESC[r["arm"]] = "an extra arm (BENCH_EXTRA_ARMS)"
     arms = [a for a in ARMS_ORDER if any(r["arm"] == a for r in runs)]
     metrics = ["iops", "mbps", "lat_p50_us", "lat_p99_us", "ctx_per_io",
                "guest_kicks_per_io", "backend_notifies_per_io",
