@@ -228,8 +228,13 @@ session_exec() {
 }
 
 # jobfile FILE SDIR ID N WORKLOAD: one fio job per guest 1..N
+# The idle and light runs last long enough for their probes to fall in
+# every guest's run: fio starts a job once its guest has connected, one
+# after another (about 0.3 s each here; scale-guest.sh waits for all of
+# them before its first probe), plus the probes of N QEMUs.
 jobfile() {
     local f=$1 sdir=$2 id=$3 n=$4 w=$5 g opts
+    local slack=$((3 + n / 2))
     {
         echo "[global]"
         echo "ioengine=external:$engine"
@@ -242,10 +247,10 @@ jobfile() {
             echo "rw=randread"
             echo "bs=4k"
             echo "iodepth=1"
-            echo "thinktime=$((idle_window + 2))s"
+            echo "thinktime=$((idle_window + slack))s"
             echo "thinktime_blocks=1"
             echo "time_based"
-            echo "runtime=$((idle_window + 2))s"
+            echo "runtime=$((idle_window + slack))s"
             ;;
         light)
             echo "rw=randread"
@@ -253,7 +258,7 @@ jobfile() {
             echo "iodepth=1"
             echo "rate_iops=1000"
             echo "time_based"
-            echo "runtime=$((light_window + 2))s"
+            echo "runtime=$((light_window + slack))s"
             ;;
         *)
             echo "time_based"

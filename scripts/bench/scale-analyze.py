@@ -248,7 +248,7 @@ def summarize(runs):
         s = {"n_repeats": len(rs)}
         for m in ("qemu_cpu_pct", "qemu_cpu_pct_per_disk", "iothread_cpu_pct",
                   "iothread_cpu_pct_per_disk", "iops", "lat_mean_us",
-                  "host_util", "window_s"):
+                  "host_util", "window_s", "blk_requests"):
             vals = [x[m] for x in rs if x.get(m) is not None]
             s[m] = median(vals)
             s[m + "_all"] = vals
@@ -518,6 +518,9 @@ def check(out):
             "bad idle CPU " + key
         if "/light/" in key:
             assert s["iops"] and s["iops"] > 0, "light load did no I/O " + key
+            # the CPU window must lie inside the load, not before it
+            assert min(s["blk_requests_all"]) > 0, \
+                "no request in the light load's CPU window " + key
     md = open(os.path.join(out, "results.md")).read()
     assert "| N | upstream IOPS |" in md and "## Idle cost" in md
     with open(os.path.join(out, "chart.png"), "rb") as f:

@@ -14,8 +14,10 @@
 #                XENSIM_QEMU_PIDS)
 #   cmd          a FIFO; each line is one of
 #                  run ID JOBFILE        probe, fio, probe
-#                  timed ID JOBFILE D W  fio in the background; probe after
-#                                        D seconds and again W seconds later
+#                  timed ID JOBFILE D W  fio in the background; once every
+#                                        guest's QEMU has served a request,
+#                                        probe after D seconds and again W
+#                                        seconds later
 #                  quit
 #   ID.pre.json  scale-probe.py snapshot of every QEMU of the session
 #   ID.fio.json  fio's JSON output (json+: latency histograms per guest)
@@ -53,6 +55,10 @@ while read -r -u 3 verb id job delay window; do
     timed)
         "${fio_cmd[@]}" > "$sdir/$id.fio.log" 2>&1 &
         fio_pid=$!
+        # the guests of this job file (domid=N lines), not the session's
+        python3 "$here/scale-probe.py" --wait-io "$XENSIM_DIR" \
+            "$(sed -n 's/^domid=//p' "$job" | tr '\n' ' ')" ||
+            echo "scale-guest.sh: $id: a guest did no I/O in 60 s" >&2
         sleep "$delay"
         probe "$sdir/$id.pre.json"
         sleep "$window"

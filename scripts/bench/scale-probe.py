@@ -3,6 +3,11 @@
 (scripts/bench/scale-guest.sh, before and after each run).
 
 Usage: scale-probe.py XENSIM_DIR "DOMID..." "QEMU_PID..." > snapshot.json
+       scale-probe.py --wait-io XENSIM_DIR "DOMID..." "QEMU_PID..."
+
+--wait-io returns once every QEMU has served a request more than when it
+was called (fio's jobs connect one guest after another: with 16 guests
+that takes seconds), or after 60 s; its exit status says which (0, 1).
 
 Prints one JSON object:
   qemus    per domid: probe.py's snapshot of that guest's QEMU (QMP
@@ -31,7 +36,29 @@ def host_cpu():
     return {"busy": total - idle, "total": total}
 
 
+def requests(qmp_path):
+    """Reads and writes the QEMU at qmp_path has served, over its disks."""
+    q = probe.QMP(qmp_path)
+    try:
+        return sum(d["stats"]["rd_operations"] + d["stats"]["wr_operations"]
+                   for d in q.cmd("query-blockstats"))
+    finally:
+        q.close()
+
+
+def wait_io(run_dir, domids, timeout=60.0):
+    paths = [os.path.join(run_dir, "qmp-libxl-%s" % d) for d in domids]
+    base = {p: requests(p) for p in paths}
+    deadline = time.monotonic() + timeout
+    while base and time.monotonic() < deadline:
+        time.sleep(0.1)
+        base = {p: n for p, n in base.items() if requests(p) <= n}
+    return not base
+
+
 def main():
+    if sys.argv[1] == "--wait-io":
+        sys.exit(0 if wait_io(sys.argv[2], sys.argv[3].split()) else 1)
     run_dir, domids, pids = sys.argv[1], sys.argv[2].split(), \
         [int(p) for p in sys.argv[3].split()]
     out = {"qemus": {}, "host": host_cpu(),
