@@ -53,11 +53,14 @@ while read -r -u 3 verb id job delay window; do
         probe "$sdir/$id.post.json"
         ;;
     timed)
+        # the guests of this job file (domid=N lines), not the session's
+        domids=$(sed -n 's/^domid=//p' "$job" | tr '\n' ' ')
+        python3 "$here/scale-probe.py" --io-count "$XENSIM_DIR" "$domids" \
+            > "$sdir/$id.io-base.json"
         "${fio_cmd[@]}" > "$sdir/$id.fio.log" 2>&1 &
         fio_pid=$!
-        # the guests of this job file (domid=N lines), not the session's
-        python3 "$here/scale-probe.py" --wait-io "$XENSIM_DIR" \
-            "$(sed -n 's/^domid=//p' "$job" | tr '\n' ' ')" ||
+        python3 "$here/scale-probe.py" --wait-io "$XENSIM_DIR" "$domids" \
+            "$sdir/$id.io-base.json" ||
             echo "scale-guest.sh: $id: a guest did no I/O in 60 s" >&2
         sleep "$delay"
         probe "$sdir/$id.pre.json"

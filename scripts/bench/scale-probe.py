@@ -3,11 +3,15 @@
 (scripts/bench/scale-guest.sh, before and after each run).
 
 Usage: scale-probe.py XENSIM_DIR "DOMID..." "QEMU_PID..." > snapshot.json
-       scale-probe.py --wait-io XENSIM_DIR "DOMID..." "QEMU_PID..."
+       scale-probe.py --io-count XENSIM_DIR "DOMID..." > BASE
+       scale-probe.py --wait-io XENSIM_DIR "DOMID..." BASE
 
---wait-io returns once every QEMU has served a request more than when it
-was called (fio's jobs connect one guest after another: with 16 guests
-that takes seconds), or after 60 s; its exit status says which (0, 1).
+--io-count prints the requests each QEMU has served so far (JSON), taken
+before fio starts; --wait-io returns once every QEMU has served more than
+that (fio's jobs connect one guest after another: with 16 guests that
+takes seconds), or after 60 s; its exit status says which (0, 1). The
+count must come first: an idle guest does one read, perhaps before a
+count taken after fio started, and then nothing.
 
 Prints one JSON object:
   qemus    per domid: probe.py's snapshot of that guest's QEMU (QMP
@@ -46,9 +50,16 @@ def requests(qmp_path):
         q.close()
 
 
-def wait_io(run_dir, domids, timeout=60.0):
-    paths = [os.path.join(run_dir, "qmp-libxl-%s" % d) for d in domids]
-    base = {p: requests(p) for p in paths}
+def io_count(run_dir, domids):
+    return {d: requests(os.path.join(run_dir, "qmp-libxl-%s" % d))
+            for d in domids}
+
+
+def wait_io(run_dir, domids, base_file, timeout=60.0):
+    with open(base_file) as f:
+        counts = json.load(f)
+    base = {os.path.join(run_dir, "qmp-libxl-%s" % d): counts[d]
+            for d in domids}
     deadline = time.monotonic() + timeout
     while base and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -57,8 +68,13 @@ def wait_io(run_dir, domids, timeout=60.0):
 
 
 def main():
+    if sys.argv[1] == "--io-count":
+        json.dump(io_count(sys.argv[2], sys.argv[3].split()), sys.stdout)
+        sys.stdout.write("\n")
+        return
     if sys.argv[1] == "--wait-io":
-        sys.exit(0 if wait_io(sys.argv[2], sys.argv[3].split()) else 1)
+        sys.exit(0 if wait_io(sys.argv[2], sys.argv[3].split(), sys.argv[4])
+                 else 1)
     run_dir, domids, pids = sys.argv[1], sys.argv[2].split(), \
         [int(p) for p in sys.argv[3].split()]
     out = {"qemus": {}, "host": host_cpu(),
