@@ -27,9 +27,6 @@ XENSIM_BUILD  := $(BUILD)/xensim
 # The series' qtests (tests/qtest/ of build/src), run on the fork
 XEN_QTESTS    := xenpv-test xen-block-notify-test xen-block-poll-test \
                  xen-block-merge-test xen-block-hostile-test
-# Run on their own after the others: polling needs a CPU to itself, and a
-# poller that loses it stops polling for up to a second (patch 0019)
-XEN_QTESTS_ALONE := xen-block-poll-test
 
 export QEMU_UPSTREAM QEMU_FORK
 
@@ -136,13 +133,12 @@ check-xensim: xensim upstream fork blktap
 	@QEMU_UPSTREAM=$(QEMU_FORK) meson test -C $(XENSIM_BUILD) \
 	    --print-errorlogs --suite integrity
 
+# One at a time: the polling qtests need a CPU to themselves (a poller
+# that loses its CPU stops polling for up to a second, patch 0019)
 check-qtest: fork
 	@cd $(QBUILD)/fork && PATH=$(BUILD)/tools/path meson test --no-rebuild \
-	    --print-errorlogs \
-	    $(addprefix qtest-i386/,$(filter-out $(XEN_QTESTS_ALONE),$(XEN_QTESTS)))
-	@cd $(QBUILD)/fork && PATH=$(BUILD)/tools/path meson test --no-rebuild \
 	    --print-errorlogs --num-processes 1 \
-	    $(addprefix qtest-i386/,$(XEN_QTESTS_ALONE))
+	    $(addprefix qtest-i386/,$(XEN_QTESTS))
 
 # The fork and xensim built with ASan (and LeakSanitizer) and UBSan in
 # build/asan/, then xensim's suites, the series' qtests and a mirror loop
@@ -150,12 +146,10 @@ check-qtest: fork
 # check-asan-upstream adds pristine QEMU's ASan build and its suites and
 # fuzz run (a second ASan build: not in make check's CI budget).
 check-asan: build
-	@QTESTS_ALONE="$(XEN_QTESTS_ALONE)" \
-	    scripts/check-asan.sh "$(FORK_PKGVERSION)" $(XEN_QTESTS)
+	@scripts/check-asan.sh "$(FORK_PKGVERSION)" $(XEN_QTESTS)
 
 check-asan-upstream: build
-	@ASAN_UPSTREAM=1 QTESTS_ALONE="$(XEN_QTESTS_ALONE)" \
-	    scripts/check-asan.sh "$(FORK_PKGVERSION)" $(XEN_QTESTS)
+	@ASAN_UPSTREAM=1 scripts/check-asan.sh "$(FORK_PKGVERSION)" $(XEN_QTESTS)
 
 # Data-integrity soak: fio verify on three guests at once, fork and
 # upstream (scripts/soak.sh); check-soak is its one-minute run, then a

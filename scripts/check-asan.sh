@@ -101,22 +101,10 @@ else
 fi
 phase fork-fuzz "" "${mt[@]}" fuzz-fork --logbase fork-fuzz
 phase fork-specs "" "${mt[@]}" specs-fork --logbase fork-specs
-# QTESTS_ALONE (Makefile) run after the others, one at a time
-together=() alone=()
-for t in "${qtests[@]}"; do
-    case " ${QTESTS_ALONE:-} " in
-    *" $t "*) alone+=("qtest-i386/$t") ;;
-    *) together+=("qtest-i386/$t") ;;
-    esac
-done
+# One at a time, as make check-qtest runs them
 phase fork-qtests "" env -C "$asan/fork" PATH="$build/tools/path" \
     meson test --no-rebuild --print-errorlogs --timeout-multiplier 3 \
-    --logbase fork-qtests "${together[@]}"
-if [ ${#alone[@]} -gt 0 ]; then
-    phase fork-qtests-solo "" env -C "$asan/fork" PATH="$build/tools/path" \
-        meson test --no-rebuild --print-errorlogs --timeout-multiplier 3 \
-        --num-processes 1 --logbase fork-qtests-solo "${alone[@]}"
-fi
+    --num-processes 1 --logbase fork-qtests "${qtests[@]/#/qtest-i386/}"
 # Drains under guest I/O (scripts/mirror-loop.sh), with the plain xensim
 phase fork-mirror "" env QEMU_FORK="$asan/fork/qemu-system-i386" \
     MIRROR_LOOPS=1 "$top/scripts/mirror-loop.sh" fork
@@ -124,9 +112,8 @@ for f in upstream-suites upstream-fuzz fork-suites fork-integrity fork-fuzz \
          fork-specs; do
     cp "$asan/xensim/meson-logs/$f.txt" "$reports/$f/" 2>/dev/null || true
 done
-for f in fork-qtests fork-qtests-solo; do
-    cp "$asan/fork/meson-logs/$f.txt" "$reports/$f/" 2>/dev/null || true
-done
+cp "$asan/fork/meson-logs/fork-qtests.txt" "$reports/fork-qtests/" ||
+    true
 
 # Count errors, not files: a report file may hold only warnings (ASan's
 # note on swapcontext in a process whose binary is not instrumented).
