@@ -7,6 +7,11 @@
 #
 # Usage: scripts/bench/merge-profile.sh QEMU read|write [SECONDS [POLL_NS]]
 #   e.g. scripts/bench/merge-profile.sh build/fork/qemu-system-i386 read 3
+# MERGE_QD (32) and MERGE_RING_ORDER (3, the bench's) set the guest's
+# depth and ring order: at 3 the ring holds 256 requests, 10 2/3 I/Os of
+# 24, so at QD32 the frontend queues what fits of the next I/O.
+# MERGE_PUSH_EACH=1 makes the guest push each ring request as it queues
+# it, as Linux blkfront does, instead of one push per fio commit.
 # The disk is a 512 MiB raw file on tmpfs. The environment reaches QEMU
 # (xensim passes it on). Prints one JSON object:
 #   blk_requests_per_io   query-blockstats (operations - merged) / guest I/Os
@@ -15,9 +20,9 @@
 #                         xen_block_dataplane_merge): count, histogram of
 #                         the blkif requests in each, share that is exactly
 #                         one guest I/O (1 MiB at a 1 MiB boundary)
-#   passes                if the QEMU has the trace event
-#                         xen_block_dataplane_pass: ring passes, requests
-#                         per pass, share ending with an open merge
+#   more_requests         times a ring pass that ended with a merge open
+#                         found the frontend had pushed more, and went on
+#                         (trace xen_block_dataplane_more_requests)
 #   engine                the guest's counters per I/O: ring pushes
 #                         (commits), requests per push, responses per
 #                         blocking wait, backend notifications
@@ -28,12 +33,15 @@ engine=$top/build/xensim/xensim/fio/xenblk.so
 if [ "${1:-}" = --guest ]; then
     # Inside `xensim run`: snapshot, fio, snapshot
     out=$2 rw=$3 secs=$4
+    qd=${MERGE_QD:-32} ring_order=${MERGE_RING_ORDER:-3}
+    push_each=${MERGE_PUSH_EACH:-0}
     probe=$top/scripts/bench/probe.py
     qemu_pid=$(cat "$out/qemu.pid")
     python3 "$probe" "$XENSIM_QMP" "$qemu_pid" > "$out/pre.json"
     XENBLK_STATS=$out/xen.json taskset -c 0 fio --name=m \
-        --ioengine=external:"$engine" --devid=51712 --ring_order=3 \
-        --rw="$rw" --bs=1m --iodepth=32 --direct=1 --time_based \
+        --ioengine=external:"$engine" --devid=51712 --ring_order="$ring_order" \
+        --push_each="$push_each" \
+        --rw="$rw" --bs=1m --iodepth="$qd" --direct=1 --time_based \
         --runtime="$secs" --output-format=json --output="$out/fio.json" \
         > "$out/fio.log" 2>&1
     python3 "$probe" "$XENSIM_QMP" "$qemu_pid" > "$out/post.json"
@@ -46,8 +54,8 @@ out=$(mktemp -d /tmp/merge-profile.XXXXXX)
 disk=/dev/shm/merge-profile-$$.raw
 trap 'rm -f "$disk"' EXIT
 dd if=/dev/zero of="$disk" bs=1M count=512 status=none
-printf '%s\n' xen_block_dataplane_merge xen_block_dataplane_pass \
-    xen_block_dataplane_pass_recheck > "$out/trace-events"
+printf '%s\n' xen_block_dataplane_merge \
+    xen_block_dataplane_more_requests > "$out/trace-events"
 # The guest finds QEMU's pid in xenstore (image/device-model-pid)
 taskset -c 1 "$top/build/xensim/xensim/toolstack/xensim" run --qemu "$qemu" \
     --disk "$disk" --mem 256 --log-dir "$out/logs" \
@@ -70,8 +78,7 @@ for dev, st in post["blockstats"].items():
                  ("rd_merged", -1), ("wr_merged", -1)):
         ops += s * (st.get(k, 0) - b.get(k, 0))
 MIB = 1 << 20
-hist, whole, nmerge, passes = {}, 0, 0, []
-rechecks = 0
+hist, whole, nmerge, more = {}, 0, 0, 0
 for line in open(out + "/trace.log"):
     m = re.search(r"xen_block_dataplane_merge .*offset 0x([0-9a-f]+) "
                   r"requests ([0-9]+) bytes ([0-9]+)", line)
@@ -82,13 +89,7 @@ for line in open(out + "/trace.log"):
         hist[key] = hist.get(key, 0) + 1
         whole += off % MIB == 0 and b == MIB
         continue
-    m = re.search(r"xen_block_dataplane_pass .*taken ([0-9]+) open ([01]) "
-                  r"tail_bytes ([0-9]+) was_held ([01])", line)
-    if m:
-        passes.append((int(m.group(1)), int(m.group(2)), int(m.group(4))))
-        continue
-    if "xen_block_dataplane_pass_recheck" in line:
-        rechecks += 1
+    more += "xen_block_dataplane_more_requests" in line
 res = {
     "qemu": qemu, "rw": rw, "poll_max_ns": int(poll_ns), "guest_ios": ios,
     "mbps": sum(json.load(open(out + "/fio.json"))["jobs"][0][d]["bw_bytes"]
@@ -99,19 +100,12 @@ res = {
                "singles_per_io": (ops - nmerge) / ios,
                "requests_hist": hist,
                "whole_guest_io_share": whole / nmerge if nmerge else None},
+    "more_requests": more,
     "engine": {"commits_per_io": xen["commits"] / ios,
                "requests_per_commit": xen["requests"] / xen["commits"],
                "responses_per_wait": xen["responses"] / max(xen["waits"], 1),
                "backend_notifies_per_io": xen["backend_notifies"] / ios},
     "out": out,
 }
-if passes:
-    n = len(passes)
-    res["passes"] = {
-        "count": n, "per_io": n / ios,
-        "requests_per_pass": sum(p[0] for p in passes) / n,
-        "ending_open_share": sum(p[1] for p in passes) / n,
-        "held_then_flushed": sum(p[2] for p in passes),
-        "rechecks_that_found_more": rechecks}
 print(json.dumps(res, indent=1))
 PY

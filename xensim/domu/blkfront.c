@@ -691,6 +691,9 @@ static bool bf_put_one(blkfront *bf, struct blkfront_io *io)
     bf->ring.native.req_prod_pvt++;
     io->reqs_unqueued--;
     bf->stats.requests++;
+    if (bf->o.push_each) {
+        blkfront_commit(bf);
+    }
     return true;
 }
 

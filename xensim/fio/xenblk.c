@@ -57,6 +57,7 @@ struct xenblk_options {
     int ring_order;
     char *protocol;
     unsigned int busy_poll;
+    unsigned int push_each;
     unsigned int timeout_ms;
     char *stats_file;
 };
@@ -142,6 +143,17 @@ static struct fio_option options[] = {
         .off1 = offsetof(struct xenblk_options, busy_poll),
         .def = "0",
         .help = "Spin on the ring instead of waiting for the event channel",
+        .category = FIO_OPT_C_ENGINE,
+        .group = FIO_OPT_G_INVALID,
+    },
+    {
+        .name = "push_each",
+        .lname = "push each request",
+        .type = FIO_OPT_BOOL,
+        .off1 = offsetof(struct xenblk_options, push_each),
+        .def = "0",
+        .help = "Push each ring request as it is queued, as Linux blkfront "
+                "does (default: one push per fio commit)",
         .category = FIO_OPT_C_ENGINE,
         .group = FIO_OPT_G_INVALID,
     },
@@ -357,6 +369,7 @@ static int xenblk_init(struct thread_data *td)
     bo.devid = devid;
     bo.ring_order = o->ring_order;
     bo.poll = o->busy_poll;
+    bo.push_each = o->push_each;
     bo.timeout_ms = o->timeout_ms;
 
     xd = calloc(1, sizeof(*xd));

@@ -71,6 +71,12 @@ struct blkfront_opts {
     int ring_order;
     enum blkfront_protocol protocol;
     bool poll;                  /* blkfront_wait() busy-polls the ring */
+    /*
+     * Push each request as it is queued, as Linux blkfront pushes every
+     * block-layer request (of at most 11 pages); by default
+     * blkfront_commit() pushes all that was queued since the last one.
+     */
+    bool push_each;
     int timeout_ms;             /* control-plane waits; 0: 10000 */
 };
 
