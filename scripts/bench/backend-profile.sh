@@ -6,9 +6,12 @@
 # 8 ms polling, ring order 3, 1 GiB written-out raw file on tmpfs, the
 # session on CPU 1, the guest's fio on CPU 0).
 #
-# Usage: [POLL_NS=N] scripts/bench/backend-profile.sh ARM RW BS QD [SECONDS]
+# Usage: [POLL_NS=N] [DISK=null] scripts/bench/backend-profile.sh ARM RW BS QD
+#            [SECONDS]
 #   ARM: upstream, fork, fork-native (the fork with xl's direct-io-safe:
 #   O_DIRECT, aio=native) or tapdisk; e.g. ... tapdisk read 1m 1 3
+#   DISK=null: the bench's null-co disk instead (xvdb, its own IOThread
+#   polled at POLL_NS; not on tapdisk, which has no null driver)
 # Prints one line of per-I/O figures. PERF_RECORD=1 also samples the
 # process (perf record -g, 999 Hz) and prints its top symbols
 # (self time). The output directory (kept) is printed first.
@@ -20,6 +23,8 @@ syscalls="select pselect6 ppoll epoll_wait io_submit io_getevents read
 if [ "${1:-}" = --guest ]; then
     # Inside `xensim run`: the backend's pid, counted while fio runs
     out=$2 rw=$3 bs=$4 qd=$5 secs=$6
+    devid=51712                         # xvda, the libxl disk
+    [ "${DISK:-file}" = file ] || devid=51728
     if [ -n "${XENSIM_TAPDISK_PID:-}" ]; then
         pid=$XENSIM_TAPDISK_PID
     else
@@ -39,7 +44,7 @@ if [ "${1:-}" = --guest ]; then
     sleep 0.3
     taskset -c 0 fio --name=p \
         --ioengine=external:"$top/build/xensim/xensim/fio/xenblk.so" \
-        --devid=51712 --rw="$rw" --bs="$bs" --iodepth="$qd" --direct=1 \
+        --devid="$devid" --rw="$rw" --bs="$bs" --iodepth="$qd" --direct=1 \
         --ring_order=3 --rwmixread=70 --time_based --runtime="$secs" \
         --output-format=json --output="$out/fio.json" >"$out/fio.log" 2>&1
     kill -INT "$stat_pid" ${rec_pid:+"$rec_pid"}
@@ -49,6 +54,8 @@ fi
 
 arm=${1:?usage: $0 upstream|fork|fork-native|tapdisk RW BS QD [SECONDS]}
 rw=${2:?} bs=${3:?} qd=${4:?} secs=${5:-3}
+[ "${DISK:-file}:$arm" != null:tapdisk ] ||
+    { echo "backend-profile: tapdisk has no null-co" >&2; exit 2; }
 out=$(mktemp -d /tmp/backend-profile.XXXXXX)
 echo "backend-profile: $out"
 disk=/dev/shm/backend-profile-$$.raw
@@ -70,6 +77,18 @@ upstream)
     export QOM_POLL=${POLL_NS:-8000000} ;;
 *) echo "backend-profile: ARM is upstream, fork, fork-native or tapdisk" >&2
    exit 2 ;;
+esac
+case ${DISK:-file} in
+file) ;;
+null)
+    # as scripts/bench.sh's null-co disk
+    args+=(--qemu-arg=-object
+           "--qemu-arg=iothread,id=iot0,poll-max-ns=${POLL_NS:-8000000}"
+           --qemu-arg=-blockdev
+           "--qemu-arg=null-co,node-name=n0,size=4294967296,read-zeroes=off"
+           --qemu-arg=-device
+           "--qemu-arg=xen-disk,id=xvdb,vdev=xvdb,drive=n0,iothread=iot0") ;;
+*) echo "backend-profile: DISK is file or null" >&2; exit 2 ;;
 esac
 taskset -c 1 "$top/build/xensim/xensim/toolstack/xensim" run "${args[@]}" \
     --disk "$disk" --mem 256 --log-dir "$out/logs" \
