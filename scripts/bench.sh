@@ -135,9 +135,8 @@ guest_cpu=${BENCH_GUEST_CPU:-0}
 ring_order=3                             # the seed's max_ring_page_order
 mem_mb=256                               # guest: QD32 x 4 MiB buffers fit
 disk_mb=1024
-null_size=$((4 * 1024 * 1024 * 1024))
 file_devid=51712                         # xvda, libxl's disk
-null_devid=51728                         # xvdb, the -device xen-disk
+. "$top/scripts/bench/null-disk.sh"      # null_devid, null_size, its args
 
 xensim=$build/xensim/xensim/toolstack/xensim
 engine=$build/xensim/xensim/fio/xenblk.so
@@ -323,13 +322,7 @@ esac
 # --- QEMU arguments (the same for every arm) --------------------------------
 
 # null-co device with its own IOThread, polled like libxl's disk.
-common_qemu_args=(
-    --qemu-arg=-object --qemu-arg="iothread,id=iot0,poll-max-ns=$poll_ns"
-    --qemu-arg=-blockdev
-    --qemu-arg="null-co,node-name=n0,size=$null_size,read-zeroes=off"
-    --qemu-arg=-device
-    --qemu-arg="xen-disk,id=xvdb,vdev=xvdb,drive=n0,iothread=iot0"
-)
+mapfile -t common_qemu_args < <(null_disk_args "$poll_ns")
 # libxl's disk (xvda) gets its IOThread's poll-max-ns the seed's way,
 # `-object iothread,id=xvda,poll-max-ns=N` (device_model_args_pv), on the
 # arms that take libxl's IOThread from the command line. Upstream and

@@ -18,13 +18,14 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/scripts/bench/null-disk.sh"
 syscalls="select pselect6 ppoll epoll_wait io_submit io_getevents read
           write pread64 preadv pwritev preadv2 pwritev2 futex ioctl"
 if [ "${1:-}" = --guest ]; then
     # Inside `xensim run`: the backend's pid, counted while fio runs
     out=$2 rw=$3 bs=$4 qd=$5 secs=$6
     devid=51712                         # xvda, the libxl disk
-    [ "${DISK:-file}" = file ] || devid=51728
+    [ "${DISK:-file}" = file ] || devid=$null_devid
     if [ -n "${XENSIM_TAPDISK_PID:-}" ]; then
         pid=$XENSIM_TAPDISK_PID
     else
@@ -80,14 +81,8 @@ upstream)
 esac
 case ${DISK:-file} in
 file) ;;
-null)
-    # as scripts/bench.sh's null-co disk
-    args+=(--qemu-arg=-object
-           "--qemu-arg=iothread,id=iot0,poll-max-ns=${POLL_NS:-8000000}"
-           --qemu-arg=-blockdev
-           "--qemu-arg=null-co,node-name=n0,size=4294967296,read-zeroes=off"
-           --qemu-arg=-device
-           "--qemu-arg=xen-disk,id=xvdb,vdev=xvdb,drive=n0,iothread=iot0") ;;
+null) mapfile -t -O "${#args[@]}" args \
+          < <(null_disk_args "${POLL_NS:-8000000}") ;;
 *) echo "backend-profile: DISK is file or null" >&2; exit 2 ;;
 esac
 taskset -c 1 "$top/build/xensim/xensim/toolstack/xensim" run "${args[@]}" \

@@ -197,9 +197,9 @@ METRICS = ["iops", "mbps", "lat_p99_us", "lat_mean_us", "fairness",
            "qemu_cpu_pct", "qemu_cpu_pct_per_disk", "iothread_cpu_pct",
            "iothread_cpu_pct_per_disk"]
 RATIO_METRICS = ["iops", "qd1_iops", "qd32_iops"]
-# lower is better: the ratio arm/upstream of these is a slowdown when > 1
-LATENCY_RATIOS = ["qd1_lat_p99_us", "qd1_lat_mean_us", "lat_p99_us",
-                  "qemu_cpu_us_per_io"]
+# lower is better: the ratio arm/upstream of these is a cost when > 1
+LOWER_IS_BETTER_RATIOS = ["qd1_lat_p99_us", "qd1_lat_mean_us",
+                          "lat_p99_us", "qemu_cpu_us_per_io"]
 
 
 def summarize(runs):
@@ -224,7 +224,7 @@ def summarize(runs):
             for m in METRICS:
                 vals = [x[m] for x in rs if x.get(m) is not None]
                 s[m] = median(vals)
-            for m in RATIO_METRICS + LATENCY_RATIOS:
+            for m in RATIO_METRICS + LOWER_IS_BETTER_RATIOS:
                 ratios = []
                 for k in kept:
                     a = idx.get((arm, n, w, k))
