@@ -71,7 +71,9 @@
 # grid out), BENCH_BACKENDS ("file null"), BENCH_ARMS (subset, upstream
 # always included), BENCH_POLL_NS,
 # BENCH_TAPDISK_POLL_US, BENCH_TAPDISK_IDLE, BENCH_STORE,
-# BENCH_DIRECT_IO_SAFE.
+# BENCH_DIRECT_IO_SAFE, BENCH_QEMU_TRACE (QEMU trace events, e.g.
+# "poll_yield xen_block_*", enabled in every QEMU arm: their lines are in
+# each session's xensim-logs.N/qemu-dm-*.log).
 set -euo pipefail
 
 # The whole script is one brace group, parsed before it runs: editing this
@@ -332,7 +334,7 @@ mapfile -t common_qemu_args < <(null_disk_args "$poll_ns")
 # every run's snapshot). Without the polling patches the setting has no
 # effect: nothing polls.
 arm_args() {
-    local a=$1
+    local a=$1 t traces
     if [ "$a" = tapdisk ]; then
         printf '%s\n' --backend vbd3 --disk "$disk" --mem "$mem_mb" \
             --blktap "$blktap" --polling-duration "$tapdisk_poll_us" \
@@ -342,6 +344,10 @@ arm_args() {
     printf '%s\n' --qemu "${arm_qemu[$a]}" --disk "$disk" --mem "$mem_mb" \
         "${common_qemu_args[@]}"
     [ "$direct_io_safe" = 0 ] || printf '%s\n' --direct-io-safe
+    read -ra traces <<< "${BENCH_QEMU_TRACE:-}"     # patterns, not globs
+    for t in "${traces[@]}"; do
+        printf '%s\n' --qemu-arg=-trace "--qemu-arg=enable=$t"
+    done
     if [ "${arm_iothread_arg[$a]}" = 1 ]; then
         printf '%s\n' --qemu-arg=-object \
             --qemu-arg="iothread,id=xvda,poll-max-ns=$poll_ns"

@@ -6,12 +6,14 @@
 # 8 ms polling, ring order 3, 1 GiB written-out raw file on tmpfs, the
 # session on CPU 1, the guest's fio on CPU 0).
 #
-# Usage: [POLL_NS=N] [DISK=null] scripts/bench/backend-profile.sh ARM RW BS QD
-#            [SECONDS]
+# Usage: [POLL_NS=N] [DISK=null] [QEMU_ARGS="ARG ..."]
+#        scripts/bench/backend-profile.sh ARM RW BS QD [SECONDS]
 #   ARM: upstream, fork, fork-native (the fork with xl's direct-io-safe:
 #   O_DIRECT, aio=native) or tapdisk; e.g. ... tapdisk read 1m 1 3
 #   DISK=null: the bench's null-co disk instead (xvdb, its own IOThread
 #   polled at POLL_NS; not on tapdisk, which has no null driver)
+#   QEMU_ARGS: more arguments for the fork's QEMU, split at blanks, e.g.
+#   "-global xen-disk.max-merge-size=256K"
 # Prints one line of per-I/O figures. PERF_RECORD=1 also samples the
 # process (perf record -g, 999 Hz) and prints its top symbols
 # (self time). The output directory (kept) is printed first.
@@ -72,7 +74,9 @@ fork | fork-native)
     # pool between the IOThread and the image, as tapdisk's libaio)
     [ "$arm" = fork ] || args=(--direct-io-safe)
     args+=(--qemu "$top/build/fork/qemu-system-i386"
-          --qemu-arg=-object --qemu-arg=iothread,id=xvda,poll-max-ns=${POLL_NS:-8000000}) ;;
+          --qemu-arg=-object --qemu-arg=iothread,id=xvda,poll-max-ns=${POLL_NS:-8000000})
+    read -ra extra <<< "${QEMU_ARGS:-}"
+    for x in "${extra[@]}"; do args+=("--qemu-arg=$x"); done ;;
 upstream)
     args=(--qemu "$top/build/upstream/obj/qemu-system-i386")
     export QOM_POLL=${POLL_NS:-8000000} ;;
