@@ -7,7 +7,10 @@
 #          randrw 70/30 QD16, 1m read QD32; plus "mix" at N = 8 (guest 1
 #          4k randread QD1, the other 7 QD32); arms upstream, fork,
 #          fork-32k, fork-8ms; 10 repeats (the first discarded), 0.5 s
-#          ramp + 2 s measured. Then the idle cost: N = 16 idle
+#          ramp + 2 s measured, 6 s for one guest at 4k randread QD1
+#          (its per-repeat ratio varies by 19% over 2 s, by 7% over 6 s;
+#          with 4 or 16 guests by 19-37% either way, from how they share
+#          the CPUs, so those stay at 2 s). Then the idle cost: N = 16 idle
 #          connected disks over 5 s, and a light load (one 4k read every
 #          1 ms, fio rate_iops=1000) on N = 1 and N = 16 disks over 3 s,
 #          2 repeats. About 50 minutes.
@@ -48,7 +51,8 @@
 # results.json, results.md, chart.png. Overrides: BENCH_SCALE_N,
 # BENCH_SCALE_WORKLOADS, BENCH_SCALE_MIX_N (empty: no mix cell),
 # BENCH_SCALE_ARMS (upstream always included), BENCH_REPEATS,
-# BENCH_RAMP, BENCH_RUNTIME, BENCH_SCALE_IDLE_N, BENCH_SCALE_LIGHT_N,
+# BENCH_RAMP, BENCH_RUNTIME, BENCH_SCALE_QD1_RUNTIME, BENCH_SCALE_IDLE_N,
+# BENCH_SCALE_LIGHT_N,
 # BENCH_SCALE_IDLE_REPEATS (0: no idle runs), BENCH_SCALE_EXTRA_ARMS,
 # BENCH_OUT.
 set -euo pipefail
@@ -73,6 +77,7 @@ full)
     repeats=${BENCH_REPEATS:-10}
     ramp=${BENCH_RAMP:-500ms}
     runtime=${BENCH_RUNTIME:-2s}
+    qd1_runtime=${BENCH_SCALE_QD1_RUNTIME:-6s}
     idle_n=${BENCH_SCALE_IDLE_N:-16}
     light_n=${BENCH_SCALE_LIGHT_N-"1 16"}
     idle_repeats=${BENCH_SCALE_IDLE_REPEATS:-2}
@@ -88,6 +93,7 @@ quick)
     repeats=${BENCH_REPEATS:-2}
     ramp=${BENCH_RAMP:-200ms}
     runtime=${BENCH_RUNTIME:-800ms}
+    qd1_runtime=${BENCH_SCALE_QD1_RUNTIME:-$runtime}
     idle_n=${BENCH_SCALE_IDLE_N:-4}
     light_n=${BENCH_SCALE_LIGHT_N-"1"}
     idle_repeats=${BENCH_SCALE_IDLE_REPEATS:-1}
@@ -201,7 +207,8 @@ arm_args() {
 }
 
 {
-    echo "mode=$mode repeats=$repeats ramp=$ramp runtime=$runtime"
+    echo "mode=$mode repeats=$repeats ramp=$ramp runtime=$runtime" \
+         "qd1_runtime=$qd1_runtime"
     echo "n=${n_list// /,} workloads=${workloads// /,} mix_n=$mix_n" \
          "idle_n=$idle_n light_n=${light_n// /,} idle_repeats=$idle_repeats" \
          "idle_window=$idle_window light_window=$light_window"
@@ -259,6 +266,15 @@ jobfile() {
             echo "rate_iops=1000"
             echo "time_based"
             echo "runtime=$((light_window + slack))s"
+            ;;
+        rr4k-qd1)
+            echo "time_based"
+            echo "ramp_time=$ramp"
+            if [ "$n" = 1 ]; then
+                echo "runtime=$qd1_runtime"
+            else
+                echo "runtime=$runtime"
+            fi
             ;;
         *)
             echo "time_based"

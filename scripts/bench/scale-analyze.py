@@ -311,10 +311,12 @@ def write_results(out):
           "pinned: guests, QEMUs and xenstored share the machine's %s CPUs."
           % (cfg.get("ring_order", "?"), meta.get("nproc", "?")), "",
           "- mode %s: %s repeats, repeat 1 discarded (kept: %s); fio ramp "
-          "%s + %s measured per run; arms interleaved seconds apart in "
-          "every repeat, order rotated per cell"
+          "%s + %s measured per run (one guest at 4k randread QD1: %s); "
+          "arms interleaved seconds apart in every repeat, order rotated "
+          "per cell"
           % (cfg.get("mode"), cfg.get("repeats"), ",".join(map(str, kept)),
-             cfg.get("ramp"), cfg.get("runtime")),
+             cfg.get("ramp"), cfg.get("runtime"),
+             cfg.get("qd1_runtime", cfg.get("runtime"))),
           "- machine: %s, %s CPUs, %s; %s"
           % (cpu.group(1).strip() if cpu else "?", meta.get("nproc"),
              meta.get("meminfo", "").replace("MemTotal:", "RAM").strip(),
