@@ -78,6 +78,20 @@ start_repeat() {
     done
 }
 
+# nap SECONDS: wait without starting a process. run_in_session's loop runs
+# while the guest measures: an external `sleep` there is a fork and an
+# exec, 20 times a second, on the two CPUs the run is using, and it took
+# 11-18% off a null-co 64k QD16 cell, more on the fork than on upstream
+# (docs/benchmarks.rst, "The bench's own wake-ups"). A read that times out
+# on a FIFO nobody writes is a builtin: one wake-up, nothing else.
+nap() {
+    if [ -z "${nap_fd:-}" ]; then
+        [ -p "${out:?}/.nap" ] || mkfifo "$out/.nap"
+        exec {nap_fd}<>"$out/.nap"
+    fi
+    read -r -t "$1" -u "$nap_fd" _ || true
+}
+
 # run_in_session ARM SDIR ID TRIES LINE: sends LINE (the GUEST's command of
 # one run, ID) to ARM's session and waits for SDIR/ID.done, up to 2
 # minutes. Returns 0 when the run's status is 0; dies when the session is
@@ -93,7 +107,7 @@ run_in_session() {
             for _ in $(seq 2400); do            # 2 minutes
                 [ -f "$sdir/$id.done" ] && break
                 kill -0 "${sess_pid[$a]}" 2>/dev/null || break
-                sleep 0.05
+                nap 0.05
             done
         fi
         rc=$(cat "$sdir/$id.done" 2>/dev/null || echo none)
