@@ -8,7 +8,7 @@
 #          4k randread QD1, the other 7 QD32); arms upstream, fork,
 #          fork-32k, fork-8ms; 10 repeats (the first discarded), 0.5 s
 #          ramp + 2 s measured, 6 s for one guest at 4k randread QD1
-#          (its per-repeat ratio varies by 19% over 2 s, by 7% over 6 s;
+#          (its per-repeat ratio varies by 26% over 2 s, by 16% over 6 s;
 #          with 4 or 16 guests by 19-37% either way, from how they share
 #          the CPUs, so those stay at 2 s). Then the idle cost: N = 16 idle
 #          connected disks over 5 s, and a light load (one 4k read every
