@@ -7,10 +7,10 @@
 #          randrw 70/30 QD16, 1m read QD32; plus "mix" at N = 8 (guest 1
 #          4k randread QD1, the other 7 QD32); arms upstream, fork,
 #          fork-32k, fork-8ms; 10 repeats (the first discarded), 0.5 s
-#          ramp + 2 s measured, 6 s for one guest at 4k randread QD1
-#          (its per-repeat ratio varies by 26% over 2 s, by 16% over 6 s;
-#          with 4 or 16 guests by 19-37% either way, from how they share
-#          the CPUs, so those stay at 2 s). Then the idle cost: N = 16 idle
+#          ramp + 2 s measured; the N = 1 4k randread QD1 cell over 6 s
+#          (BENCH_SCALE_QD1_RUNTIME, not BENCH_RUNTIME: its per-repeat
+#          ratio varies less over 6 s; longer runs did not help with more
+#          guests; docs/benchmarks.rst). Then the idle cost: N = 16 idle
 #          connected disks over 5 s, and a light load (one 4k read every
 #          1 ms, fio rate_iops=1000) on N = 1 and N = 16 disks over 3 s,
 #          2 repeats. About 50 minutes.
@@ -52,9 +52,8 @@
 # BENCH_SCALE_WORKLOADS, BENCH_SCALE_MIX_N (empty: no mix cell),
 # BENCH_SCALE_ARMS (upstream always included), BENCH_REPEATS,
 # BENCH_RAMP, BENCH_RUNTIME, BENCH_SCALE_QD1_RUNTIME, BENCH_SCALE_IDLE_N,
-# BENCH_SCALE_LIGHT_N,
-# BENCH_SCALE_IDLE_REPEATS (0: no idle runs), BENCH_SCALE_EXTRA_ARMS,
-# BENCH_OUT.
+# BENCH_SCALE_LIGHT_N, BENCH_SCALE_IDLE_REPEATS (0: no idle runs),
+# BENCH_SCALE_EXTRA_ARMS, BENCH_OUT.
 set -euo pipefail
 
 # One brace group, parsed before it runs: editing this file while a run

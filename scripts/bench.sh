@@ -71,9 +71,10 @@
 # grid out), BENCH_BACKENDS ("file null"), BENCH_ARMS (subset, upstream
 # always included), BENCH_POLL_NS,
 # BENCH_TAPDISK_POLL_US, BENCH_TAPDISK_IDLE, BENCH_STORE,
-# BENCH_DIRECT_IO_SAFE, BENCH_QEMU_TRACE (QEMU trace events, e.g.
-# "poll_yield xen_block_*", enabled in every QEMU arm: their lines are in
-# each session's xensim-logs.N/qemu-dm-*.log).
+# BENCH_DIRECT_IO_SAFE, BENCH_QEMU_TRACE (QEMU trace-event patterns,
+# e.g. "poll_yiel* xen_block_*", enabled in every QEMU arm: their lines
+# are in each session's xensim-logs.N/qemu-dm-*.log; tracing costs time,
+# so meta/commands.txt records it).
 set -euo pipefail
 
 # The whole script is one brace group, parsed before it runs: editing this
@@ -132,6 +133,7 @@ tapdisk_idle=${BENCH_TAPDISK_IDLE:-0}
 # direct-io-safe (O_DIRECT and aio=native, tapdisk's way to the image)
 # instead of libxl's default (buffered, aio=threads).
 direct_io_safe=${BENCH_DIRECT_IO_SAFE:-0}
+qemu_trace=${BENCH_QEMU_TRACE:-}
 qemu_cpu=${BENCH_QEMU_CPU:-1}
 guest_cpu=${BENCH_GUEST_CPU:-0}
 ring_order=3                             # the seed's max_ring_page_order
@@ -344,7 +346,7 @@ arm_args() {
     printf '%s\n' --qemu "${arm_qemu[$a]}" --disk "$disk" --mem "$mem_mb" \
         "${common_qemu_args[@]}"
     [ "$direct_io_safe" = 0 ] || printf '%s\n' --direct-io-safe
-    read -ra traces <<< "${BENCH_QEMU_TRACE:-}"     # patterns, not globs
+    read -ra traces <<< "$qemu_trace"   # split, not expanded here
     for t in "${traces[@]}"; do
         printf '%s\n' --qemu-arg=-trace "--qemu-arg=enable=$t"
     done
@@ -361,7 +363,8 @@ arm_args() {
          "rand_rw=${rand_rw_list// /,}"
     echo "qemu_cpu=$qemu_cpu guest_cpu=$guest_cpu ring_order=$ring_order" \
          "store=$store tapdisk_poll_us=$tapdisk_poll_us" \
-         "tapdisk_idle_threshold=$tapdisk_idle direct_io_safe=$direct_io_safe"
+         "tapdisk_idle_threshold=$tapdisk_idle direct_io_safe=$direct_io_safe" \
+         "qemu_trace=${qemu_trace// /,}"
     for a in "${arms[@]}"; do
         printf 'arm %s: taskset -c %s %s run' "$a" "$qemu_cpu" "$xensim"
         mapfile -t args < <(arm_args "$a")

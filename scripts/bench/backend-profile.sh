@@ -57,6 +57,8 @@ fi
 
 arm=${1:?usage: $0 upstream|fork|fork-native|tapdisk RW BS QD [SECONDS]}
 rw=${2:?} bs=${3:?} qd=${4:?} secs=${5:-3}
+[ -z "${QEMU_ARGS:-}" ] || [[ $arm == fork* ]] ||
+    { echo "backend-profile: QEMU_ARGS is for the fork's arms" >&2; exit 2; }
 [ "${DISK:-file}:$arm" != null:tapdisk ] ||
     { echo "backend-profile: tapdisk has no null-co" >&2; exit 2; }
 out=$(mktemp -d /tmp/backend-profile.XXXXXX)

@@ -311,7 +311,7 @@ def write_results(out):
           "pinned: guests, QEMUs and xenstored share the machine's %s CPUs."
           % (cfg.get("ring_order", "?"), meta.get("nproc", "?")), "",
           "- mode %s: %s repeats, repeat 1 discarded (kept: %s); fio ramp "
-          "%s + %s measured per run (one guest at 4k randread QD1: %s); "
+          "%s + %s measured per run (N = 1 rr4k-qd1: %s); "
           "arms interleaved seconds apart in every repeat, order rotated "
           "per cell"
           % (cfg.get("mode"), cfg.get("repeats"), ",".join(map(str, kept)),

@@ -25,7 +25,7 @@
 #   declare -A sess_pid sess_starts; sessions=()   (at the top level)
 # These set: sess_pid[ARM] (its session's `xensim run` pid), sess_starts[SDIR]
 # (the starts of SDIR so far: N, naming the log files of each start),
-# sessions (the SDIRs of this repeat).
+# sessions (the SDIRs of this repeat), nap_fd (nap's pipe).
 
 # send SDIR LINE: one line to a session's FIFO; fails (status 124 after
 # 10 s, does not block) when the session is gone
@@ -52,6 +52,7 @@ start_session() {
     # reaped (two full grids and a quick one stalled so); liveness is
     # checked with kill -0 instead of wait.
     (
+        [ -z "${nap_fd:-}" ] || exec {nap_fd}>&-     # nap's, not theirs
         session_exec "$a" "$sdir" "$n" "${args[@]}" \
             > "$sdir/session.$n.log" 2>&1 < /dev/null &
         echo $! > "$sdir/pid.$n"
@@ -82,14 +83,16 @@ start_repeat() {
 # while the guest measures: an external `sleep` there is a fork and an
 # exec, 20 times a second, on the two CPUs the run is using, and it took
 # 11-18% off a null-co 64k QD16 cell, more on the fork than on upstream
-# (docs/benchmarks.rst, "The bench's own wake-ups"). A read that times out
-# on a FIFO nobody writes is a builtin: one wake-up, nothing else.
+# (docs/benchmarks.rst, "The bench's own wake-ups"). A builtin read that
+# times out does the same with one wake-up. It reads a pipe of its own,
+# opened read-write: the open does not block, nobody writes, and with a
+# writer open (itself) the read never sees EOF. Sets nap_fd (closed in
+# the sessions, start_session). A read that fails otherwise than by its
+# timeout (status > 128) dies rather than turn the wait into a spin.
 nap() {
-    if [ -z "${nap_fd:-}" ]; then
-        [ -p "${out:?}/.nap" ] || mkfifo "$out/.nap"
-        exec {nap_fd}<>"$out/.nap"
-    fi
-    read -r -t "$1" -u "$nap_fd" _ || true
+    [ -n "${nap_fd:-}" ] || exec {nap_fd}<> <(:)
+    read -r -t "$1" -u "$nap_fd" _ || (($? > 128)) ||
+        die "nap: cannot wait on fd $nap_fd"
 }
 
 # run_in_session ARM SDIR ID TRIES LINE: sends LINE (the GUEST's command of
