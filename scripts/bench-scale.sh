@@ -33,13 +33,15 @@
 # per-repeat ratio arm/upstream (docs/benchmarks.rst, "Scale mode").
 #
 # Arms (all the same command line, but for the fork's polling):
-#   upstream   pristine QEMU (build/upstream/obj): cannot poll
+#   upstream   pristine QEMU (build/upstream/obj): cannot poll the ring
+#              (its IOThread polls its own notifier for up to 32 us)
 #   fork       the full series (build/fork), libxl disk at its default
-#              (its IOThread does not poll: poll-max-ns=0)
+#              (as upstream: the ring is not polled)
 #   fork-32k   the fork, -object iothread,id=xvda,poll-max-ns=32768
-#              (the IOThread default, on the command line as
-#              device_model_args_pv)
-#   fork-8ms   the fork, poll-max-ns=8000000 (the seed's 8 ms)
+#              -global xen-disk.polling=on (the IOThread default, on the
+#              command line as device_model_args_pv)
+#   fork-8ms   the fork, the same with poll-max-ns=8000000 (the seed's
+#              8 ms)
 #
 # Placement: nothing is pinned. The guests' fio jobs, the QEMUs, xenstored
 # and xensim share the machine's two CPUs as dom0's vCPUs and the guests
@@ -201,7 +203,8 @@ arm_args() {
     done
     if [ -n "${arm_poll[$a]}" ]; then
         printf '%s\n' --qemu-arg=-object \
-            --qemu-arg="iothread,id=xvda,poll-max-ns=${arm_poll[$a]}"
+            --qemu-arg="iothread,id=xvda,poll-max-ns=${arm_poll[$a]}" \
+            --qemu-arg=-global --qemu-arg=xen-disk.polling=on
     fi
 }
 

@@ -352,7 +352,8 @@ arm_args() {
     done
     if [ "${arm_iothread_arg[$a]}" = 1 ]; then
         printf '%s\n' --qemu-arg=-object \
-            --qemu-arg="iothread,id=xvda,poll-max-ns=$poll_ns"
+            --qemu-arg="iothread,id=xvda,poll-max-ns=$poll_ns" \
+            --qemu-arg=-global --qemu-arg=xen-disk.polling=on
     fi
 }
 

@@ -42,10 +42,12 @@ declare -A qemu=(
 )
 # The fork's libxl disk takes its IOThread from the command line
 # ("let the command line tune a libxl disk's IOThread"), as
-# device_model_args_pv would give it; upstream makes its own
-# with the default poll-max-ns (32 us) and has nothing to poll with.
+# device_model_args_pv would give it, and polls its ring (polling=on);
+# upstream makes its own with the default poll-max-ns (32 us) and cannot
+# poll the ring.
 declare -A qemu_args=(
-    [fork]="--qemu-arg=-object --qemu-arg=iothread,id=xvda,poll-max-ns=8000000"
+    [fork]="--qemu-arg=-object --qemu-arg=iothread,id=xvda,poll-max-ns=8000000
+            --qemu-arg=-global --qemu-arg=xen-disk.polling=on"
     [upstream]=""
 )
 guests=(g1 g2 g3)

@@ -76,7 +76,8 @@ fork | fork-native)
     # pool between the IOThread and the image, as tapdisk's libaio)
     [ "$arm" = fork ] || args=(--direct-io-safe)
     args+=(--qemu "$top/build/fork/qemu-system-i386"
-          --qemu-arg=-object --qemu-arg=iothread,id=xvda,poll-max-ns=${POLL_NS:-8000000})
+          --qemu-arg=-object --qemu-arg=iothread,id=xvda,poll-max-ns=${POLL_NS:-8000000}
+          --qemu-arg=-global --qemu-arg=xen-disk.polling=on)
     read -ra extra <<< "${QEMU_ARGS:-}"
     for x in "${extra[@]}"; do args+=("--qemu-arg=$x"); done ;;
 upstream)

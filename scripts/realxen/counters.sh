@@ -50,7 +50,9 @@ for a in $arms; do
     upstream) args+=(--qemu "$QEMU_UPSTREAM") ;;
     fork) args+=(--qemu "$QEMU_FORK") ;;
     fork-iothread) args+=(--qemu "$QEMU_FORK" --qemu-arg=-object
-                          --qemu-arg="iothread,id=xvda,poll-max-ns=$POLL_NS") ;;
+                          --qemu-arg="iothread,id=xvda,poll-max-ns=$POLL_NS"
+                          --qemu-arg=-global
+                          --qemu-arg=xen-disk.polling=on) ;;
     *) die "unknown arm $a" ;;
     esac
     BENCH_ENGINE=$engine "$xensim" run "${args[@]}" --log-dir "$sdir/logs" \

@@ -117,7 +117,8 @@ run_arm() {
         echo 'device_model_version = "qemu-xen"'
         echo "device_model_override = \"$bin\""
         [ "$iot" = - ] ||
-            echo "device_model_args_pv = [ \"-object\", \"iothread,id=xvda,$iot\" ]"
+            echo "device_model_args_pv = [ \"-object\", \"iothread,id=xvda,$iot\"," \
+                 "\"-global\", \"xen-disk.polling=on\" ]"
     } > "$cfg"
     echo "XB $a I create-start $(cut -d' ' -f1 /proc/uptime)"
     if ! xl create "$cfg" > "/run/$a.create.log" 2>&1; then

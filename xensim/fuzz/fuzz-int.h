@@ -72,6 +72,7 @@ typedef struct Pend {
 
 typedef struct Fuzz {
     const char *qemu;
+    char **qemu_args;       /* --qemu-arg: more QEMU arguments */
     uint64_t seed, rng;
     GHashTable *xfail;              /* case names expected to fail */
     GHashTable *xfail_hit;

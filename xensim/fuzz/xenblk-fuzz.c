@@ -42,8 +42,8 @@
  * requests, with ring abuse, revocations and reconnects (other protocol,
  * other ring order) now and then, all from one printed seed.
  *
- *   xenblk-fuzz --qemu PATH [--seed N] [--iterations N] [--mode M]
- *               [--xfail CASE]... [--list]
+ *   xenblk-fuzz --qemu PATH [--qemu-arg=ARG]... [--seed N] [--iterations N]
+ *               [--mode M] [--xfail CASE]... [--list]
  *
  * --xfail names a case (or random-mode class) known to fail on this QEMU:
  * its failures are reported as expected and random mode does not
@@ -134,7 +134,8 @@ static bool stack_start(void)
     if (!F.ts ||
         !xensim_ts_domain_create(F.ts, DOMID, "fuzz", MEM_MB, &err) ||
         !xensim_ts_disk_add(F.ts, DOMID, &disk, &F.devid, &err) ||
-        (F.qemu_pid = xensim_ts_qemu_start(F.ts, DOMID, F.qemu, NULL,
+        (F.qemu_pid = xensim_ts_qemu_start(F.ts, DOMID, F.qemu,
+                                           (const char *const *)F.qemu_args,
                                            &err)) < 0) {
         fprintf(stderr, "stack: %s (logs in %s)\n",
                 err ? err->message : "?", F.logdir);
@@ -293,6 +294,8 @@ int main(int argc, char **argv)
     GOptionEntry entries[] = {
         { "qemu", 0, 0, G_OPTION_ARG_FILENAME, &F.qemu,
           "QEMU binary ($QEMU_UPSTREAM)", "PATH" },
+        { "qemu-arg", 0, 0, G_OPTION_ARG_STRING_ARRAY, &F.qemu_args,
+          "one more QEMU argument (repeatable)", "ARG" },
         { "seed", 0, 0, G_OPTION_ARG_INT64, &seed, "random seed", "N" },
         { "iterations", 0, 0, G_OPTION_ARG_INT, &iterations,
           "random-mode batches (200)", "N" },
