@@ -14,7 +14,7 @@ n<N>-idle.* and n<N>-light.*: the idle-cost runs, whose snapshots span a
 fixed window inside the run.
 
 Per run: aggregate IOPS and MB/s (sum over guests; fio's, ramp excluded),
-p99 and mean completion latency over all guests' I/Os (fio's clat
+p50, p99 and mean completion latency over all guests' I/Os (fio's clat
 histograms merged), fairness (min/max per-guest IOPS), total QEMU CPU per
 I/O (every QEMU of the session: utime + stime, which keep the time of
 exited threads, over the engine's I/O count of all guests, ramp
@@ -138,6 +138,7 @@ def run_record(base, n, w):
                     for j in jobs) / 1e6,
         "guest_iops": per,
         "fairness": min(per) / max(per) if max(per) > 0 else None,
+        "lat_p50_us": percentile(merge_bins(jobs), 50),
         "lat_p99_us": percentile(merge_bins(jobs), 99),
         "lat_mean_us": mean_lat_us(jobs),
         "engine_ios": ios,
@@ -190,7 +191,8 @@ def collect(out):
     return runs
 
 
-METRICS = ["iops", "mbps", "lat_p99_us", "lat_mean_us", "fairness",
+METRICS = ["iops", "mbps", "lat_p50_us", "lat_p99_us", "lat_mean_us",
+           "fairness",
            "qemu_cpu_us_per_io", "iothread_cpu_us_per_io",
            "blk_requests_per_io", "host_util", "qd1_iops", "qd1_lat_p99_us",
            "qd1_lat_mean_us", "qd32_iops", "qd32_lat_p99_us",
@@ -199,7 +201,7 @@ METRICS = ["iops", "mbps", "lat_p99_us", "lat_mean_us", "fairness",
 RATIO_METRICS = ["iops", "qd1_iops", "qd32_iops"]
 # lower is better: the ratio arm/upstream of these is a cost when > 1
 LOWER_IS_BETTER_RATIOS = ["qd1_lat_p99_us", "qd1_lat_mean_us",
-                          "lat_p99_us", "qemu_cpu_us_per_io"]
+                          "lat_p50_us", "lat_p99_us", "qemu_cpu_us_per_io"]
 
 
 def summarize(runs):
@@ -354,16 +356,17 @@ def write_results(out):
                     fmt_ratio(g(n, w, a)),
                     fmt_ratio(g(n, w, a), "qemu_cpu_us_per_io"))
                     for a in ratio_arms)))
-        md += ["", "| N | arm | IOPS | MB/s | p99 us | QEMU us/IO | "
+        md += ["", "| N | arm | IOPS | MB/s | p50 us | p99 us | QEMU us/IO | "
                "IOThread us/IO | fairness | blk-req/IO | host CPU |",
-               "|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|"]
+               "|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
         for n, _ in [c for c in cells if c[1] == w]:
             for a in arms:
                 s = g(n, w, a)
                 if s:
                     md.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s "
-                              "| %s |" % (
+                              "| %s | %s |" % (
                                   n, a, fmt(s["iops"], 0), fmt(s["mbps"], 1),
+                                  fmt(s["lat_p50_us"], 1),
                                   fmt(s["lat_p99_us"], 1),
                                   fmt(s["qemu_cpu_us_per_io"]),
                                   fmt(s["iothread_cpu_us_per_io"]),
