@@ -27,6 +27,8 @@ XENSIM_BUILD  := $(BUILD)/xensim
 # The series' qtests (tests/qtest/ of build/src), run on the fork
 XEN_QTESTS    := xenpv-test xen-block-notify-test xen-block-poll-test \
                  xen-block-merge-test xen-block-hostile-test
+# ... and its unit tests (tests/unit/)
+XEN_UNIT_TESTS := test-aio-poll-yield
 
 export QEMU_UPSTREAM QEMU_FORK
 
@@ -99,7 +101,8 @@ upstream: fetch
 # work in progress in it is kept.
 fork: fetch xensim
 	@scripts/queue.sh sync
-	@NINJA_TARGETS="$(addprefix tests/qtest/,$(XEN_QTESTS))" \
+	@NINJA_TARGETS="$(addprefix tests/qtest/,$(XEN_QTESTS)) \
+	    $(addprefix tests/unit/,$(XEN_UNIT_TESTS))" \
 	    scripts/build-qemu.sh $(QBUILD)/src $(QBUILD)/fork "$(FORK_PKGVERSION)"
 
 xensim: deps
@@ -138,7 +141,7 @@ check-xensim: xensim upstream fork blktap
 check-qtest: fork
 	@cd $(QBUILD)/fork && PATH=$(BUILD)/tools/path meson test --no-rebuild \
 	    --print-errorlogs --num-processes 1 \
-	    $(addprefix qtest-i386/,$(XEN_QTESTS))
+	    $(addprefix qtest-i386/,$(XEN_QTESTS)) $(XEN_UNIT_TESTS)
 
 # The fork and xensim built with ASan (and LeakSanitizer) and UBSan in
 # build/asan/, then xensim's suites, the series' qtests and a mirror loop
