@@ -195,7 +195,8 @@ FUZZ_UPSTREAM_XFAIL := --xfail sector-overflow --xfail discard-huge \
 fuzz: xensim upstream fork
 	@$(FUZZ) --qemu $(QEMU_FORK) --seed $(FUZZ_SEED) \
 	    --iterations $(FUZZ_ITERATIONS) \
-	    --qemu-arg=-global --qemu-arg=xen-disk.polling=on
+	    --qemu-arg=-global --qemu-arg=xen-disk.polling=on \
+	    --qemu-arg=-object --qemu-arg=iothread,id=xvda,poll-yield=on
 	@$(FUZZ) --qemu $(QEMU_UPSTREAM) --seed $(FUZZ_SEED) \
 	    --iterations $(FUZZ_ITERATIONS) $(FUZZ_UPSTREAM_XFAIL)
 

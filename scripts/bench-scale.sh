@@ -37,9 +37,9 @@
 #              (its IOThread polls its own notifier for up to 32 us)
 #   fork       the full series (build/fork), libxl disk at its default
 #              (as upstream: the ring is not polled)
-#   fork-32k   the fork, -object iothread,id=xvda,poll-max-ns=32768
-#              -global xen-disk.polling=on (the IOThread default, on the
-#              command line as device_model_args_pv)
+#   fork-32k   the fork, -object iothread,id=xvda,poll-max-ns=32768,
+#              poll-yield=on -global xen-disk.polling=on (the IOThread
+#              default, on the command line as device_model_args_pv)
 #   fork-8ms   the fork, the same with poll-max-ns=8000000 (the seed's
 #              8 ms)
 #
@@ -203,7 +203,7 @@ arm_args() {
     done
     if [ -n "${arm_poll[$a]}" ]; then
         printf '%s\n' --qemu-arg=-object \
-            --qemu-arg="iothread,id=xvda,poll-max-ns=${arm_poll[$a]}" \
+            --qemu-arg="iothread,id=xvda,poll-max-ns=${arm_poll[$a]},poll-yield=on" \
             --qemu-arg=-global --qemu-arg=xen-disk.polling=on
     fi
 }

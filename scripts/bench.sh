@@ -326,7 +326,6 @@ esac
 # --- QEMU arguments (the same for every arm) --------------------------------
 
 # null-co device with its own IOThread, polled like libxl's disk.
-mapfile -t common_qemu_args < <(null_disk_args "$poll_ns")
 # libxl's disk (xvda) gets its IOThread's poll-max-ns the seed's way,
 # `-object iothread,id=xvda,poll-max-ns=N` (device_model_args_pv), on the
 # arms that take libxl's IOThread from the command line. Upstream and
@@ -343,8 +342,12 @@ arm_args() {
             --polling-idle-threshold "$tapdisk_idle"
         return
     fi
-    printf '%s\n' --qemu "${arm_qemu[$a]}" --disk "$disk" --mem "$mem_mb" \
-        "${common_qemu_args[@]}"
+    printf '%s\n' --qemu "${arm_qemu[$a]}" --disk "$disk" --mem "$mem_mb"
+    if [ "${arm_iothread_arg[$a]}" = 1 ]; then
+        null_disk_args "$poll_ns" fork
+    else
+        null_disk_args "$poll_ns"
+    fi
     [ "$direct_io_safe" = 0 ] || printf '%s\n' --direct-io-safe
     read -ra traces <<< "$qemu_trace"   # split, not expanded here
     for t in "${traces[@]}"; do
@@ -352,7 +355,7 @@ arm_args() {
     done
     if [ "${arm_iothread_arg[$a]}" = 1 ]; then
         printf '%s\n' --qemu-arg=-object \
-            --qemu-arg="iothread,id=xvda,poll-max-ns=$poll_ns" \
+            --qemu-arg="iothread,id=xvda,poll-max-ns=$poll_ns,poll-yield=on" \
             --qemu-arg=-global --qemu-arg=xen-disk.polling=on
     fi
 }

@@ -46,7 +46,7 @@ declare -A qemu=(
 # upstream makes its own with the default poll-max-ns (32 us) and cannot
 # poll the ring.
 declare -A qemu_args=(
-    [fork]="--qemu-arg=-object --qemu-arg=iothread,id=xvda,poll-max-ns=8000000
+    [fork]="--qemu-arg=-object --qemu-arg=iothread,id=xvda,poll-max-ns=8000000,poll-yield=on
             --qemu-arg=-global --qemu-arg=xen-disk.polling=on"
     [upstream]=""
 )

@@ -6,10 +6,13 @@
 # 8 ms polling, ring order 3, 1 GiB written-out raw file on tmpfs, the
 # session on CPU 1, the guest's fio on CPU 0).
 #
-# Usage: [POLL_NS=N] [POLLING=off] [DISK=null] [QEMU_ARGS="ARG ..."]
+# Usage: [POLL_NS=N] [POLLING=off] [POLL_YIELD=off] [DISK=null]
+#        [QEMU_ARGS="ARG ..."]
 #        scripts/bench/backend-profile.sh ARM RW BS QD [SECONDS]
 #   POLLING=off: the fork's disk does not poll its ring (xen-disk's
-#   polling property; its IOThread still polls its notifier for POLL_NS)
+#   polling property; its IOThread still polls its notifier for POLL_NS);
+#   POLL_YIELD=off: the fork's IOThread does not pause polling when it
+#   loses its CPU (poll-yield)
 #   ARM: upstream, fork, fork-native (the fork with xl's direct-io-safe:
 #   O_DIRECT, aio=native) or tapdisk; e.g. ... tapdisk read 1m 1 3
 #   DISK=null: the bench's null-co disk instead (xvdb, its own IOThread
@@ -96,7 +99,7 @@ fork | fork-native)
     [ "$arm" = fork ] || args=(--direct-io-safe)
     args+=(--qemu "${FORK_QEMU:-$top/build/fork/qemu-system-i386}"
           "${qemu_threads[@]}"
-          --qemu-arg=-object --qemu-arg=iothread,id=xvda,poll-max-ns=${POLL_NS:-8000000}
+          --qemu-arg=-object --qemu-arg=iothread,id=xvda,poll-max-ns=${POLL_NS:-8000000},poll-yield=${POLL_YIELD:-on}
           --qemu-arg=-global --qemu-arg=xen-disk.polling=${POLLING:-on})
     read -ra extra <<< "${QEMU_ARGS:-}"
     for x in "${extra[@]}"; do args+=("--qemu-arg=$x"); done ;;
@@ -110,7 +113,8 @@ esac
 case ${DISK:-file} in
 file) ;;
 null) mapfile -t -O "${#args[@]}" args \
-          < <(null_disk_args "${POLL_NS:-8000000}") ;;
+          < <(null_disk_args "${POLL_NS:-8000000}" \
+                             "$([[ $arm == fork* ]] && echo fork)") ;;
 *) echo "backend-profile: DISK is file or null" >&2; exit 2 ;;
 esac
 taskset -c 1 "$top/build/xensim/xensim/toolstack/xensim" run "${args[@]}" \

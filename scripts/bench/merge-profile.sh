@@ -59,7 +59,7 @@ printf '%s\n' xen_block_dataplane_merge \
 # The guest finds QEMU's pid in xenstore (image/device-model-pid)
 taskset -c 1 "$top/build/xensim/xensim/toolstack/xensim" run --qemu "$qemu" \
     --disk "$disk" --mem 256 --log-dir "$out/logs" \
-    --qemu-arg=-object --qemu-arg="iothread,id=xvda,poll-max-ns=$poll_ns" \
+    --qemu-arg=-object --qemu-arg="iothread,id=xvda,poll-max-ns=$poll_ns,poll-yield=on" \
     --qemu-arg=-global --qemu-arg=xen-disk.polling=on \
     --qemu-arg=-D --qemu-arg="$out/trace.log" \
     --qemu-arg=-trace --qemu-arg="events=$out/trace-events" \

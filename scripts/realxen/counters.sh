@@ -50,7 +50,7 @@ for a in $arms; do
     upstream) args+=(--qemu "$QEMU_UPSTREAM") ;;
     fork) args+=(--qemu "$QEMU_FORK") ;;
     fork-iothread) args+=(--qemu "$QEMU_FORK" --qemu-arg=-object
-                          --qemu-arg="iothread,id=xvda,poll-max-ns=$POLL_NS"
+                          --qemu-arg="iothread,id=xvda,poll-max-ns=$POLL_NS,poll-yield=on"
                           --qemu-arg=-global
                           --qemu-arg=xen-disk.polling=on) ;;
     *) die "unknown arm $a" ;;

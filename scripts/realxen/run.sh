@@ -133,7 +133,7 @@ for a in "${arms[@]}"; do
             xargs -r cp -n -L -t "$p/lib/"
     fi
     iot=-
-    [ "$a" != fork-iothread ] || iot=poll-max-ns=$POLL_NS
+    [ "$a" != fork-iothread ] || iot=poll-max-ns=$POLL_NS,poll-yield=on
     # full: ring order 0 first, in a domain of its own (domu-jobs.sh)
     [ "$mode" != full ] || echo "full-o0 $a $d $iot -" >> "$p/plan"
     skip=-
