@@ -36,7 +36,7 @@ export QEMU_UPSTREAM QEMU_FORK
 	xensim blktap main check check-tooling check-xensim check-qtest check-asan \
 	check-asan-upstream check-soak check-mirror check-second-base \
 	check-xen check-xen-smoke check-xen-ci soak fuzz bench bench-quick bench-scale \
-	bench-scale-quick check-bench-scale clean distclean
+	bench-scale-quick check-bench-scale bench-bundle clean distclean
 
 all: build main
 
@@ -72,6 +72,7 @@ help:
 	@echo "make bench-quick   a small benchmark grid (CI-sized)"
 	@echo "make bench-scale   1-16 guests at once, polling cost (about 50 min)"
 	@echo "make bench-scale-quick  the same, CI-sized (about 2.5 min)"
+	@echo "make bench-bundle  the scale bench as a tarball for another host"
 	@echo "make clean         remove build/ except downloads and ccache"
 
 deps:
@@ -263,6 +264,11 @@ bench-scale-quick: build
 
 check-bench-scale: build
 	@timeout -k 60 600 scripts/bench-scale.sh quick
+
+# The scale bench as one relocatable tarball for a bigger host, with no
+# build and no packages there (scripts/bench-bundle.sh says how to run it)
+bench-bundle: build
+	@scripts/bench-bundle.sh
 
 clean:
 	rm -rf $(QBUILD)/upstream/obj $(QBUILD)/fork $(QBUILD)/check \

@@ -55,7 +55,9 @@
 # BENCH_SCALE_ARMS (upstream always included), BENCH_REPEATS,
 # BENCH_RAMP, BENCH_RUNTIME, BENCH_SCALE_QD1_RUNTIME, BENCH_SCALE_IDLE_N,
 # BENCH_SCALE_LIGHT_N, BENCH_SCALE_IDLE_REPEATS (0: no idle runs),
-# BENCH_SCALE_EXTRA_ARMS, BENCH_OUT.
+# BENCH_SCALE_EXTRA_ARMS, BENCH_SCALE_CHART (0: none), BENCH_SCALE_DISK_MB
+# (full mode), BENCH_OUT.
+# scripts/bench-bundle.sh packs all of it for a host with no build.
 set -euo pipefail
 
 # One brace group, parsed before it runs: editing this file while a run
@@ -84,7 +86,7 @@ full)
     idle_repeats=${BENCH_SCALE_IDLE_REPEATS:-2}
     idle_window=5
     light_window=3
-    disk_mb=256
+    disk_mb=${BENCH_SCALE_DISK_MB:-256}
     ;;
 quick)
     n_list=${BENCH_SCALE_N-"1 4"}
@@ -147,7 +149,11 @@ done
 for f in "$xensim" "$engine" "$fio"; do
     [ -e "$f" ] || die "missing $f (make build)"
 done
-command -v gnuplot >/dev/null || die "gnuplot missing (make deps)"
+# BENCH_SCALE_CHART=0: no chart (a host without gnuplot; the bundle's
+# run.sh sets it there, and chart.gp is drawn wherever gnuplot is)
+chart=${BENCH_SCALE_CHART:-1}
+[ "$chart" = 0 ] || command -v gnuplot >/dev/null ||
+    die "gnuplot missing (make deps)"
 
 n_max=$idle_n
 for n in $n_list $mix_n $light_n; do
@@ -377,7 +383,9 @@ uptime > "$meta/uptime-end.txt"
 # --- Analysis -----------------------------------------------------------------
 
 python3 "$here/scale-analyze.py" "$out"
-(cd "$out" && gnuplot chart.gp) || die "gnuplot failed"
+if [ "$chart" != 0 ]; then
+    (cd "$out" && gnuplot chart.gp) || die "gnuplot failed"
+fi
 if [ "$mode" = quick ]; then
     python3 "$here/scale-analyze.py" --check "$out"
 fi
