@@ -34,7 +34,7 @@ export QEMU_UPSTREAM QEMU_FORK
 
 .PHONY: all help deps fetch src export check-patches build upstream fork \
 	xensim blktap main check check-tooling check-xensim check-qtest check-asan \
-	check-asan-upstream check-soak check-mirror check-second-base \
+	check-qtest-busy check-asan-upstream check-soak check-mirror check-second-base \
 	check-xen check-xen-smoke check-xen-ci soak fuzz bench bench-quick bench-scale \
 	bench-scale-quick check-bench-scale bench-bundle clean distclean
 
@@ -51,6 +51,7 @@ help:
 	@echo "                   blktap (tapdisk, the bench's tapdisk arm)"
 	@echo "make main          the main job: fio through xen-block, both arms"
 	@echo "make check         every test (tooling, xensim, qtests, integrity)"
+	@echo "make check-qtest-busy  check-qtest RUNS=20 times, every CPU busy"
 	@echo "make check-asan    xensim's suites and the qtests under ASan/UBSan"
 	@echo "make check-asan-upstream  the same with pristine QEMU's ASan"
 	@echo "                   build first (its suites and fuzz run)"
@@ -143,6 +144,13 @@ check-qtest: fork
 	@cd $(QBUILD)/fork && PATH=$(BUILD)/tools/path meson test --no-rebuild \
 	    --print-errorlogs --num-processes 1 \
 	    $(addprefix qtest-i386/,$(XEN_QTESTS)) $(XEN_UNIT_TESTS)
+
+# check-qtest RUNS times (default 20) with every CPU kept busy: the series'
+# qtests must not lean on timing or on a spare CPU (not in make check: it
+# takes RUNS times check-qtest's minute).
+RUNS ?= 20
+check-qtest-busy: fork
+	@scripts/check-qtest-busy.sh $(RUNS)
 
 # The fork and xensim built with ASan (and LeakSanitizer) and UBSan in
 # build/asan/, then xensim's suites, the series' qtests and a mirror loop
