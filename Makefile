@@ -28,7 +28,7 @@ XENSIM_BUILD  := $(BUILD)/xensim
 XEN_QTESTS    := xenpv-test xen-block-notify-test xen-block-poll-test \
                  xen-block-merge-test xen-block-hostile-test
 # ... and its unit tests (tests/unit/)
-XEN_UNIT_TESTS := test-aio-poll-yield
+XEN_UNIT_TESTS := test-aio-fd-poll test-aio-poll-yield
 
 export QEMU_UPSTREAM QEMU_FORK
 
@@ -139,7 +139,7 @@ check-xensim: xensim upstream fork blktap
 	    --print-errorlogs --suite integrity
 
 # One at a time: the polling qtests need a CPU to themselves (a poller
-# that loses its CPU stops polling for up to a second, patch 0021)
+# that loses its CPU stops polling for up to a second, patch 0023)
 check-qtest: fork
 	@cd $(QBUILD)/fork && PATH=$(BUILD)/tools/path meson test --no-rebuild \
 	    --print-errorlogs --num-processes 1 \
