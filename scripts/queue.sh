@@ -306,10 +306,11 @@ cmd_check() {
 # maintainer sends them: "Cc: qemu-stable@nongnu.org", one more such line
 # "... # needs: <subject>" per earlier fix a backport must take too (the
 # Linux stable-kernel-rules form, with subjects, as this queue's hashes
-# change). They come first in the series, after the testbed patch their
-# qtests need. Each must apply (3-way, as git cherry-pick does) to the
-# bare base with what it needs, and build there. Tests are left out: they
-# go to stable as a set, on top of the testbed.
+# change). They come first in the series, after the test infrastructure
+# their qtests need (-accel qtest, the testbed). Each must apply (3-way,
+# as git cherry-pick does) to the bare base with what it needs, and build
+# there. Tests are left out: they go to stable as a set, on top of the
+# testbed.
 stable_line() { git -C "$srcdir" log -1 --format=%B "$1" | grep '^Cc: qemu-stable@nongnu.org'; }
 
 stable_needs() {     # commit -> the commits it needs, nearest first
@@ -343,11 +344,12 @@ stable_build() {
 
 check_stable() {
     local wt=$1 c i=0 last_stable=0 first_other=0 need picks rc=0
+    # the test infrastructure before the first fix is not for stable
     for c in $(git -C "$srcdir" rev-list --reverse "$BASE_TAG..HEAD"); do
         i=$((i + 1))
         if stable_line "$c" >/dev/null; then
             last_stable=$i
-        elif [ $i -gt 1 ] && [ $first_other = 0 ]; then
+        elif [ $last_stable -gt 0 ] && [ $first_other = 0 ]; then
             first_other=$i
         fi
     done
@@ -415,6 +417,11 @@ check_qtests() {
                 echo "queue: patch $i: $t FAILS with the patch" \
                      "(log: $bin/$i/$t.after.log)" >&2
                 rc=1
+            elif cmp -s "$bin/$i/qemu-system-i386" \
+                        "$bin/$((i - 1))/qemu-system-i386"; then
+                # a patch of tests only (the testbed): no QEMU without it
+                echo "queue: patch $i: $t passes; the patch does not" \
+                     "change QEMU"
             elif before_passes "$bin/$i" "$t" "../$((i - 1))/qemu-system-i386"; then
                 echo "queue: patch $i: $t passes WITHOUT the patch" >&2
                 rc=1
