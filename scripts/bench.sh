@@ -343,8 +343,10 @@ arm_args() {
         return
     fi
     printf '%s\n' --qemu "${arm_qemu[$a]}" --disk "$disk" --mem "$mem_mb"
-    if [ "${arm_iothread_arg[$a]}" = 1 ]; then
-        null_disk_args "$poll_ns" fork
+    if [ "$a" = notify+poll ]; then
+        null_disk_args "$poll_ns" fork     # before merging (and its property)
+    elif [ "${arm_iothread_arg[$a]}" = 1 ]; then
+        null_disk_args "$poll_ns" fork merge
     else
         null_disk_args "$poll_ns"
     fi

@@ -114,7 +114,7 @@ case ${DISK:-file} in
 file) ;;
 null) mapfile -t -O "${#args[@]}" args \
           < <(null_disk_args "${POLL_NS:-8000000}" \
-                             "$([[ $arm == fork* ]] && echo fork)") ;;
+                             $([[ $arm == fork* ]] && echo fork merge)) ;;
 *) echo "backend-profile: DISK is file or null" >&2; exit 2 ;;
 esac
 taskset -c 1 "$top/build/xensim/xensim/toolstack/xensim" run "${args[@]}" \
