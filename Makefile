@@ -26,7 +26,8 @@ QEMU_FORK     := $(QBUILD)/fork/qemu-system-i386
 XENSIM_BUILD  := $(BUILD)/xensim
 # The series' qtests (tests/qtest/ of build/src), run on the fork
 XEN_QTESTS    := xenpv-test xen-block-notify-test xen-block-poll-test \
-                 xen-block-merge-test xen-block-hostile-test
+                 xen-block-merge-test xen-block-indirect-test \
+                 xen-block-hostile-test
 # ... and its unit tests (tests/unit/)
 XEN_UNIT_TESTS := test-aio-fd-poll test-aio-poll-yield
 
