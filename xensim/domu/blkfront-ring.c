@@ -5,7 +5,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  *
  * Pure functions over ring memory and buffer addresses, unit-tested
- * without a backend (test-blkfront-ring.c).
+ * without a backend (test-domu-unit.c).
  */
 #include <glib.h>
 
@@ -30,9 +30,25 @@ unsigned int bf_ring_entries(enum blkfront_protocol proto,
 /*
  * Field-by-field store into a slot of another ABI's layout; the discard
  * variant overlays the segment area with nr_sectors (blkif.h,
- * struct blkif_request_discard).
+ * struct blkif_request_discard), the indirect one the whole header
+ * (struct blkif_request_indirect: nr_segments is 16 bits at offset 2,
+ * where a plain request has its handle). Bytes of the slot that the
+ * layout leaves unused keep what was there.
  */
-#define BF_STORE(dst, dtype, r) do {                                        \
+#define BF_STORE(dst, dtype, itype, r) do {                                 \
+    if ((r)->operation == BLKIF_OP_INDIRECT) {                              \
+        const blkif_request_indirect_t *ri_ = (const void *)(r);            \
+        itype *di_ = (void *)(dst);                                         \
+        di_->operation = ri_->operation;                                    \
+        di_->indirect_op = ri_->indirect_op;                                \
+        di_->nr_segments = ri_->nr_segments;                                \
+        di_->id = ri_->id;                                                  \
+        di_->sector_number = ri_->sector_number;                            \
+        di_->handle = ri_->handle;                                          \
+        memcpy(di_->indirect_grefs, ri_->indirect_grefs,                    \
+               sizeof(di_->indirect_grefs));                                \
+        break;                                                              \
+    }                                                                       \
     (dst)->operation = (r)->operation;                                      \
     (dst)->handle = (r)->handle;                                            \
     (dst)->id = (r)->id;                                                    \
@@ -58,22 +74,44 @@ void bf_store_request(union bf_front_ring *ring,
     case BLKFRONT_PROTO_X86_32: {
         struct bf_x86_32_request *s = RING_GET_REQUEST(&ring->x86_32, idx);
 
-        BF_STORE(s, struct bf_x86_32_request_discard, r);
+        BF_STORE(s, struct bf_x86_32_request_discard,
+                 struct bf_x86_32_request_indirect, r);
         break;
     }
     case BLKFRONT_PROTO_X86_64: {
         struct bf_x86_64_request *s = RING_GET_REQUEST(&ring->x86_64, idx);
 
-        BF_STORE(s, struct bf_x86_64_request_discard, r);
+        BF_STORE(s, struct bf_x86_64_request_discard,
+                 struct bf_x86_64_request_indirect, r);
         break;
     }
     case BLKFRONT_PROTO_NATIVE:
     default: {
         blkif_request_t *s = RING_GET_REQUEST(&ring->native, idx);
 
-        BF_STORE(s, blkif_request_discard_t, r);
+        BF_STORE(s, blkif_request_discard_t, blkif_request_indirect_t, r);
         break;
     }
+    }
+}
+
+void bf_set_rw(union bf_request *r, uint8_t op, unsigned int nseg,
+               blkif_vdev_t handle, const uint32_t *ind_ref)
+{
+    unsigned int i, nind = bf_indirect_pages(nseg);
+
+    if (!nind) {
+        r->rw.operation = op;
+        r->rw.nr_segments = nseg;
+        r->rw.handle = handle;
+        return;
+    }
+    r->indirect.operation = BLKIF_OP_INDIRECT;
+    r->indirect.indirect_op = op;
+    r->indirect.nr_segments = nseg;
+    r->indirect.handle = handle;
+    for (i = 0; i < BLKIF_MAX_INDIRECT_PAGES_PER_REQUEST; i++) {
+        r->indirect.indirect_grefs[i] = i < nind ? ind_ref[i] : 0;
     }
 }
 
@@ -108,13 +146,13 @@ void bf_load_response(union bf_front_ring *ring,
 }
 
 uint64_t bf_split_next(uintptr_t buf, uint64_t len, uint64_t done,
-                       struct bf_seg seg[BLKIF_MAX_SEGMENTS_PER_REQUEST],
+                       unsigned int max, struct bf_seg *seg,
                        unsigned int *nseg)
 {
     uint64_t covered = 0;
     unsigned int n = 0;
 
-    while (done + covered < len && n < BLKIF_MAX_SEGMENTS_PER_REQUEST) {
+    while (done + covered < len && n < max) {
         uintptr_t a = buf + done + covered;
         uintptr_t off = a & (XENSIM_PAGE_SIZE - 1);
         uint64_t chunk = MIN(XENSIM_PAGE_SIZE - off, len - done - covered);
@@ -129,7 +167,7 @@ uint64_t bf_split_next(uintptr_t buf, uint64_t len, uint64_t done,
     return covered;
 }
 
-uint32_t bf_split_count(uintptr_t buf, uint64_t len)
+uint32_t bf_split_count(uintptr_t buf, uint64_t len, unsigned int max)
 {
     uintptr_t first = buf & ~(uintptr_t)(XENSIM_PAGE_SIZE - 1);
     uint64_t pages;
@@ -138,6 +176,5 @@ uint32_t bf_split_count(uintptr_t buf, uint64_t len)
         return 0;
     }
     pages = (buf + len - 1 - first) / XENSIM_PAGE_SIZE + 1;
-    return (pages + BLKIF_MAX_SEGMENTS_PER_REQUEST - 1) /
-           BLKIF_MAX_SEGMENTS_PER_REQUEST;
+    return (pages + max - 1) / max;
 }

@@ -27,7 +27,9 @@ struct bf_shadow {
     struct blkfront_io *io;     /* NULL: free */
     uint32_t next_free;
     uint32_t nseg;
-    uint32_t gfn[BLKIF_MAX_SEGMENTS_PER_REQUEST];
+    uint32_t *gfn;              /* data pages: bf->max_segs entries */
+    uint32_t nind;              /* indirect pages granted, and their refs */
+    uint32_t ind_ref[BLKIF_MAX_INDIRECT_PAGES_PER_REQUEST];
 };
 
 enum bf_state {
@@ -54,6 +56,17 @@ struct blkfront {
 
     struct bf_shadow *shadow;   /* info.ring_entries */
     uint32_t free_id;
+    /*
+     * Per connection: segments per request (11, or info.indirect_segments),
+     * the shadows' gfn arrays, the splitter's scratch list, and each
+     * slot's indirect pages (ind_per_slot of them, slot id's at
+     * ind_pages + id * ind_per_slot pages), allocated once as Linux does.
+     */
+    unsigned int max_segs;
+    uint32_t *shadow_gfn;
+    struct bf_seg *segs;
+    uint8_t *ind_pages;
+    unsigned int ind_per_slot;
     unsigned int inflight;      /* I/Os queued, not yet reaped */
 
     struct blkfront_io *waiting;        /* I/O with unqueued requests */
@@ -142,6 +155,17 @@ static int bf_evict_one(blkfront *bf)
     return -1;
 }
 
+/* Grant @gfn to the backend, revoking an idle data grant if full. */
+static int bf_grant(blkfront *bf, uint32_t gfn, bool readonly)
+{
+    int ref = xensim_domu_grant(bf->d, bf->info.backend_id, gfn, readonly);
+
+    if (ref < 0 && errno == ENOSPC && bf_evict_one(bf) == 0) {
+        ref = xensim_domu_grant(bf->d, bf->info.backend_id, gfn, readonly);
+    }
+    return ref;
+}
+
 /* Grant reference for data page @gfn, granting it on first use. */
 static int bf_data_ref(blkfront *bf, uint32_t gfn)
 {
@@ -150,10 +174,7 @@ static int bf_data_ref(blkfront *bf, uint32_t gfn)
     if (bf->gfn_ref[gfn]) {
         return bf->gfn_ref[gfn];
     }
-    ref = xensim_domu_grant(bf->d, bf->info.backend_id, gfn, false);
-    if (ref < 0 && errno == ENOSPC && bf_evict_one(bf) == 0) {
-        ref = xensim_domu_grant(bf->d, bf->info.backend_id, gfn, false);
-    }
+    ref = bf_grant(bf, gfn, false);
     if (ref < 0) {
         return -1;
     }
@@ -179,9 +200,49 @@ static void bf_drop_data_grants(blkfront *bf)
 
 /* --- ring setup and negotiation ------------------------------------------- */
 
+/* End the grants of a request's indirect pages (after its response). */
+static void bf_end_indirect(blkfront *bf, struct bf_shadow *sh)
+{
+    unsigned int i;
+
+    for (i = 0; i < sh->nind; i++) {
+        if (xensim_domu_end_grant(bf->d, sh->ind_ref[i]) < 0) {
+            xensim_log(XENSIM_LOG_WARN, "blkfront: indirect page grant %u "
+                       "still in use by the backend, leaking it",
+                       sh->ind_ref[i]);
+        }
+    }
+    sh->nind = 0;
+}
+
+static void bf_free_segs(blkfront *bf)
+{
+    unsigned int i;
+
+    if (bf->shadow) {
+        for (i = 0; i < bf->info.ring_entries; i++) {
+            bf_end_indirect(bf, &bf->shadow[i]);
+            bf->shadow[i].gfn = NULL;
+        }
+    }
+    if (bf->ind_pages) {
+        xensim_domu_free_pages(bf->d, bf->ind_pages,
+                               bf->info.ring_entries * bf->ind_per_slot);
+    }
+    bf->ind_pages = NULL;
+    bf->ind_per_slot = 0;
+    g_free(bf->shadow_gfn);
+    bf->shadow_gfn = NULL;
+    g_free(bf->segs);
+    bf->segs = NULL;
+    bf->max_segs = 0;
+}
+
 static void bf_free_ring(blkfront *bf)
 {
     unsigned int i;
+
+    bf_free_segs(bf);
 
     for (i = 0; i < bf->nr_ring_pages; i++) {
         if (xensim_domu_end_grant(bf->d, bf->ring_ref[i]) < 0) {
@@ -337,6 +398,48 @@ static int bf_publish(blkfront *bf)
     }
 }
 
+/*
+ * Segments per request, as Linux's blkfront_gather_backend_features():
+ * the backend's feature-max-indirect-segments capped to ours, and no
+ * indirect descriptors at all unless that beats a plain request's 11.
+ * Then the per-connection arrays and each slot's indirect pages.
+ */
+static int bf_setup_segs(blkfront *bf)
+{
+    unsigned int want = bf->o.max_indirect_segments < 0 ? 0 :
+                        bf->o.max_indirect_segments ?
+                        bf->o.max_indirect_segments :
+                        BLKFRONT_DEFAULT_INDIRECT_SEGMENTS;
+    unsigned int segs = MIN(want, bf->info.max_indirect_segments), i;
+
+    if (segs <= BLKIF_MAX_SEGMENTS_PER_REQUEST) {
+        segs = 0;
+    }
+    bf->info.indirect_segments = segs;
+    bf->ind_per_slot = bf_indirect_pages(segs);
+    if (bf->ind_per_slot) {
+        bf->ind_pages = xensim_domu_alloc_pages(
+            bf->d, bf->info.ring_entries * bf->ind_per_slot);
+        if (!bf->ind_pages) {
+            xensim_log(XENSIM_LOG_WARN, "blkfront: no memory for %u "
+                       "indirect pages, using plain requests",
+                       bf->info.ring_entries * bf->ind_per_slot);
+            bf->info.indirect_segments = 0;
+            bf->ind_per_slot = 0;
+        }
+    }
+    bf->max_segs = bf->info.indirect_segments ? bf->info.indirect_segments
+                                              : BLKIF_MAX_SEGMENTS_PER_REQUEST;
+    bf->segs = g_new(struct bf_seg, bf->max_segs);
+    bf->shadow_gfn = g_new(uint32_t, (size_t)bf->info.ring_entries *
+                                     bf->max_segs);
+    for (i = 0; i < bf->info.ring_entries; i++) {
+        bf->shadow[i].gfn = bf->shadow_gfn + (size_t)i * bf->max_segs;
+        bf->shadow[i].nind = 0;
+    }
+    return 0;
+}
+
 /* Negotiate from backend InitWait to Connected; logs why it failed. */
 static int bf_negotiate(blkfront *bf)
 {
@@ -389,10 +492,15 @@ static int bf_negotiate(blkfront *bf)
     bf->info.discard_granularity = bf_be_u64(bf, "discard-granularity",
                                              bf->info.sector_size);
     bf->info.discard_alignment = bf_be_u64(bf, "discard-alignment", 0);
+    bf->info.max_indirect_segments =
+        MIN(bf_be_u64(bf, "feature-max-indirect-segments", 0), UINT32_MAX);
     if (bf->info.sector_size < 512 || bf->info.sector_size % 512) {
         xensim_log(XENSIM_LOG_ERR, "blkfront: bad sector-size %u",
                    bf->info.sector_size);
         errno = EINVAL;
+        return -1;
+    }
+    if (bf_setup_segs(bf) < 0) {
         return -1;
     }
     if (bf_set_state(bf, XenbusStateConnected) < 0) {
@@ -400,12 +508,13 @@ static int bf_negotiate(blkfront *bf)
     }
     bf->state = BF_STATE_CONNECTED;
     xensim_log(XENSIM_LOG_INFO, "blkfront: %s connected: %" PRIu64
-               " sectors of %u, ring order %u (%u slots), %s%s%s",
+               " sectors of %u, ring order %u (%u slots), %s%s%s, "
+               "%u segments per request",
                bf->fe, bf->info.sectors, bf->info.sector_size,
                bf->info.ring_order, bf->info.ring_entries,
                bf_protocol_name(bf->o.protocol),
                bf->info.feature_flush ? ", flush" : "",
-               bf->info.feature_discard ? ", discard" : "");
+               bf->info.feature_discard ? ", discard" : "", bf->max_segs);
     return 0;
 }
 
@@ -418,9 +527,12 @@ blkfront *blkfront_connect(xensim_domu *d, xensim_xs *xs,
     int err;
 
     if (o->ring_order > BLKFRONT_MAX_RING_ORDER || o->ring_order < -1 ||
-        o->protocol > BLKFRONT_PROTO_X86_64) {
+        o->protocol > BLKFRONT_PROTO_X86_64 ||
+        o->max_indirect_segments < -1 ||
+        o->max_indirect_segments > BLKFRONT_MAX_INDIRECT_SEGMENTS) {
         xensim_log(XENSIM_LOG_ERR, "blkfront: bad options (ring order %d, "
-                   "protocol %d)", o->ring_order, o->protocol);
+                   "protocol %d, max indirect segments %d)", o->ring_order,
+                   o->protocol, o->max_indirect_segments);
         errno = EINVAL;
         return NULL;
     }
@@ -573,12 +685,13 @@ int blkfront_fd(const blkfront *bf)
 
 /* --- data path ------------------------------------------------------------- */
 
-uint32_t blkfront_io_nr_requests(const struct blkfront_io *io)
+uint32_t blkfront_io_nr_requests(const blkfront *bf,
+                                 const struct blkfront_io *io)
 {
     switch (io->op) {
     case BLKFRONT_OP_READ:
     case BLKFRONT_OP_WRITE:
-        return bf_split_count((uintptr_t)io->buf, io->len);
+        return bf_split_count((uintptr_t)io->buf, io->len, bf->max_segs);
     default:
         return 1;
     }
@@ -618,10 +731,19 @@ static int bf_check_io(blkfront *bf, const struct blkfront_io *io)
     return 0;
 }
 
+/* Undo the grants of a request that could not be put: @nseg data pages. */
+static void bf_unput(blkfront *bf, struct bf_shadow *sh, unsigned int nseg)
+{
+    while (nseg--) {
+        bf->gfn_busy[sh->gfn[nseg]]--;
+    }
+    bf_end_indirect(bf, sh);
+}
+
 /* Put the next request of @io on the ring; false if the ring is full. */
 static bool bf_put_one(blkfront *bf, struct blkfront_io *io)
 {
-    blkif_request_t req;
+    union bf_request req;
     struct bf_shadow *sh;
     uint32_t id;
 
@@ -632,50 +754,65 @@ static bool bf_put_one(blkfront *bf, struct blkfront_io *io)
     sh = &bf->shadow[id];
 
     memset(&req, 0, offsetof(blkif_request_t, seg));
-    req.id = id;
-    req.handle = bf->o.devid;
-    req.sector_number = (io->offset + io->next_off) >> 9;
+    req.rw.id = id;
+    req.rw.handle = bf->o.devid;
+    req.rw.sector_number = (io->offset + io->next_off) >> 9;
     sh->nseg = 0;
 
     switch (io->op) {
     case BLKFRONT_OP_READ:
     case BLKFRONT_OP_WRITE: {
-        struct bf_seg seg[BLKIF_MAX_SEGMENTS_PER_REQUEST];
-        unsigned int i, n;
+        struct blkif_request_segment *list;
+        unsigned int i, n, nind;
         uint64_t covered;
 
         covered = bf_split_next((uintptr_t)io->buf, io->len, io->next_off,
-                                seg, &n);
+                                bf->max_segs, bf->segs, &n);
+        /* Written in place: the ring request, or the slot's indirect pages */
+        list = bf_seg_list(&req, n, bf->ind_per_slot ?
+                           bf->ind_pages + (size_t)id * bf->ind_per_slot *
+                           XENSIM_PAGE_SIZE : NULL);
         for (i = 0; i < n; i++) {
-            uint32_t gfn = xensim_domu_gfn(bf->d, (void *)seg[i].page);
+            uint32_t gfn = xensim_domu_gfn(bf->d, (void *)bf->segs[i].page);
             int ref = bf_data_ref(bf, gfn);
 
             if (ref < 0) {
                 /* Grant table full of busy pages: wait for completions. */
-                while (i--) {
-                    bf->gfn_busy[sh->gfn[i]]--;
-                }
+                bf_unput(bf, sh, i);
                 return false;
             }
             bf->gfn_busy[gfn]++;
             sh->gfn[i] = gfn;
-            req.seg[i].gref = ref;
-            req.seg[i].first_sect = seg[i].first_sect;
-            req.seg[i].last_sect = seg[i].last_sect;
+            list[i].gref = ref;
+            list[i].first_sect = bf->segs[i].first_sect;
+            list[i].last_sect = bf->segs[i].last_sect;
+        }
+        /* The backend only reads the segment list: read-only grants. */
+        nind = bf_indirect_pages(n);
+        for (sh->nind = 0; sh->nind < nind; sh->nind++) {
+            int ref = bf_grant(bf, xensim_domu_gfn(bf->d, (uint8_t *)list +
+                                   sh->nind * XENSIM_PAGE_SIZE), true);
+
+            if (ref < 0) {
+                bf_unput(bf, sh, n);
+                return false;
+            }
+            sh->ind_ref[sh->nind] = ref;
         }
         sh->nseg = n;
-        req.operation = io->op == BLKFRONT_OP_READ ? BLKIF_OP_READ
-                                                   : BLKIF_OP_WRITE;
-        req.nr_segments = n;
+        bf_set_rw(&req, io->op == BLKFRONT_OP_READ ? BLKIF_OP_READ
+                                                   : BLKIF_OP_WRITE,
+                  n, bf->o.devid, sh->ind_ref);
+        bf->stats.indirect_requests += nind != 0;
         io->next_off += covered;
         break;
     }
     case BLKFRONT_OP_FLUSH:
-        req.operation = BLKIF_OP_FLUSH_DISKCACHE;
-        req.sector_number = 0;
+        req.rw.operation = BLKIF_OP_FLUSH_DISKCACHE;
+        req.rw.sector_number = 0;
         break;
     case BLKFRONT_OP_DISCARD: {
-        blkif_request_discard_t *rd = (void *)&req;
+        blkif_request_discard_t *rd = &req.discard;
 
         rd->operation = BLKIF_OP_DISCARD;
         rd->flag = 0;
@@ -687,7 +824,7 @@ static bool bf_put_one(blkfront *bf, struct blkfront_io *io)
     bf->free_id = sh->next_free;
     sh->io = io;
     bf_store_request(&bf->ring, bf->o.protocol, bf->ring.native.req_prod_pvt,
-                     &req);
+                     &req.rw);
     bf->ring.native.req_prod_pvt++;
     io->reqs_unqueued--;
     bf->stats.requests++;
@@ -725,7 +862,7 @@ int blkfront_queue(blkfront *bf, struct blkfront_io *io)
     io->error = 0;
     io->next_off = 0;
     io->next = NULL;
-    io->reqs_left = io->reqs_unqueued = blkfront_io_nr_requests(io);
+    io->reqs_left = io->reqs_unqueued = blkfront_io_nr_requests(bf, io);
     bf->inflight++;
     bf->stats.ios++;
     bf->waiting = io;
@@ -770,6 +907,7 @@ static void bf_complete_req(blkfront *bf, uint64_t id, int16_t status)
     for (i = 0; i < sh->nseg; i++) {
         bf->gfn_busy[sh->gfn[i]]--;
     }
+    bf_end_indirect(bf, sh);
     sh->io = NULL;
     sh->next_free = bf->free_id;
     bf->free_id = id;

@@ -200,10 +200,12 @@ static void test_xs_perms(void)
 
 /* --- blkfront -------------------------------------------------------------- */
 
-static blkfront *connect(int order, enum blkfront_protocol proto)
+static blkfront *connect_indirect(int order, enum blkfront_protocol proto,
+                                  int max_indirect)
 {
     struct blkfront_opts o = { .devid = devid, .ring_order = order,
-                               .protocol = proto };
+                               .protocol = proto,
+                               .max_indirect_segments = max_indirect };
     blkfront *bf = blkfront_connect(dom, xs, &o);
 
     if (!bf) {
@@ -212,6 +214,11 @@ static blkfront *connect(int order, enum blkfront_protocol proto)
     }
     g_assert_nonnull(bf);
     return bf;
+}
+
+static blkfront *connect(int order, enum blkfront_protocol proto)
+{
+    return connect_indirect(order, proto, 0);
 }
 
 static void fill(uint8_t *p, size_t len, uint64_t seed)
@@ -317,7 +324,7 @@ static void run_batch(blkfront *bf, enum blkfront_op op, uint8_t *buf,
 /* Many I/Os at once on a 32-slot ring: splits, waits for space, batches. */
 static void test_blk_deep_queue(void)
 {
-    enum { NR = 64, LEN = 64 * 1024 };  /* 2 requests each: 128 > 32 */
+    enum { NR = 64, LEN = 64 * 1024 };  /* 1 or 2 requests each: > 32 */
     blkfront *bf = connect(0, BLKFRONT_PROTO_NATIVE);
     const struct blkfront_stats *st = blkfront_stats(bf);
     uint8_t *wbuf = blkfront_buf_alloc(bf, (size_t)NR * LEN);
@@ -328,7 +335,16 @@ static void test_blk_deep_queue(void)
     run_batch(bf, BLKFRONT_OP_WRITE, wbuf, NR, LEN);
     run_batch(bf, BLKFRONT_OP_READ, rbuf, NR, LEN);
     g_assert_cmpmem(rbuf, (size_t)NR * LEN, wbuf, (size_t)NR * LEN);
-    g_assert_cmpuint(st->requests - req0, ==, 2 * NR * 2);
+    {
+        /* 2 plain requests each, or 1 indirect one: 64 > 32 still */
+        struct blkfront_io io = { .op = BLKFRONT_OP_READ, .len = LEN,
+                                  .buf = wbuf };
+
+        g_assert_cmpuint(blkfront_io_nr_requests(bf, &io), ==,
+                         blkfront_info(bf)->indirect_segments ? 1 : 2);
+        g_assert_cmpuint(st->requests - req0, ==,
+                         2 * NR * blkfront_io_nr_requests(bf, &io));
+    }
     /* Fewer kicks than requests: the backend asks only when idle. */
     g_test_message("%" G_GUINT64_FORMAT " notifies for %" G_GUINT64_FORMAT
                    " requests", st->notifies - notifies0,
@@ -463,6 +479,74 @@ static void test_blk_protocol(gconstpointer data)
     blkfront_close(bf);
 }
 
+/*
+ * Indirect descriptors as negotiated with this backend: with
+ * feature-max-indirect-segments (QEMU with the indirect patch) a 1 MiB
+ * I/O (256 pages) is 256 / min(backend's, ours) BLKIF_OP_INDIRECT
+ * requests, without it 24 plain ones; an I/O of up to 11 pages is a
+ * plain request either way (as Linux). Data integrity on every ABI, and
+ * with indirect descriptors turned off.
+ */
+static void check_indirect(enum blkfront_protocol proto, int want,
+                           int order)
+{
+    blkfront *bf = connect_indirect(order, proto, want);
+    const struct blkfront_info *info = blkfront_info(bf);
+    const struct blkfront_stats *st = blkfront_stats(bf);
+    g_autofree char *be = xensim_ts_backend_path(DOMID, devid);
+    g_autofree char *node = g_strdup_printf(
+        "%s/feature-max-indirect-segments", be);
+    uint64_t adv = 0, req0, ind0;
+    unsigned int segs, mine = want < 0 ? 0 : want ? want : 32;
+    struct blkfront_io io = { .op = BLKFRONT_OP_READ, .len = 1 << 20 };
+
+    if (xensim_xs_read_u64(xs, XENSIM_XBT_NULL, node, &adv) < 0) {
+        adv = 0;
+    }
+    g_assert_cmpuint(info->max_indirect_segments, ==, adv);
+    segs = MIN(mine, adv);
+    if (segs <= BLKIF_MAX_SEGMENTS_PER_REQUEST) {
+        segs = 0;
+    }
+    g_assert_cmpuint(info->indirect_segments, ==, segs);
+    g_test_message("backend offers %" G_GUINT64_FORMAT " indirect segments, "
+                   "we use %u", adv, segs);
+
+    io.buf = blkfront_buf_alloc(bf, io.len);
+    g_assert_cmpuint(blkfront_io_nr_requests(bf, &io), ==,
+                     segs ? 256 / segs + !!(256 % segs) : 24);
+    req0 = st->requests;
+    ind0 = st->indirect_requests;
+    rw_check(bf, 3ull << 20, 1 << 20, 0);
+    g_assert_cmpuint(st->requests - req0, ==,
+                     2 * blkfront_io_nr_requests(bf, &io));
+    /* a last request of 11 pages or fewer goes plain */
+    g_assert_cmpuint(st->indirect_requests - ind0, ==,
+                     segs ? 2 * (256 / segs + (256 % segs > 11)) : 0);
+    /* 11 pages or fewer: plain requests even with indirect on */
+    ind0 = st->indirect_requests;
+    rw_check(bf, 7ull << 20, 11 * 4096, 0);
+    rw_check(bf, 7ull << 20, 8192, 512);
+    g_assert_cmpuint(st->indirect_requests, ==, ind0);
+    integrity(bf);
+    raw_id_roundtrip(bf);
+    g_assert_cmpuint(st->responses, ==, st->requests);
+    blkfront_buf_free(bf, io.buf, io.len);
+    blkfront_close(bf);
+}
+
+static void test_blk_indirect(void)
+{
+    check_indirect(BLKFRONT_PROTO_NATIVE, 0, 0);
+    check_indirect(BLKFRONT_PROTO_X86_32, 0, 1);
+    check_indirect(BLKFRONT_PROTO_X86_64, 0, 0);
+    check_indirect(BLKFRONT_PROTO_NATIVE, 256, 4);
+    check_indirect(BLKFRONT_PROTO_X86_32, 4096, 0);
+    check_indirect(BLKFRONT_PROTO_NATIVE, 12, 0);
+    check_indirect(BLKFRONT_PROTO_NATIVE, 11, 0);
+    check_indirect(BLKFRONT_PROTO_NATIVE, -1, 0);
+}
+
 /* req_event/rsp_event as ring.h defines them, seen from the frontend. */
 static void test_blk_notify(void)
 {
@@ -591,6 +675,7 @@ int main(int argc, char **argv)
     g_test_add_func("/domu/blk/deep-queue", test_blk_deep_queue);
     g_test_add_func("/domu/blk/flush-discard", test_blk_flush_discard);
     g_test_add_func("/domu/blk/reconnect", test_blk_reconnect);
+    g_test_add_func("/domu/blk/indirect", test_blk_indirect);
     g_test_add_data_func("/domu/blk/protocol/x86_32-abi",
                          GINT_TO_POINTER(BLKFRONT_PROTO_X86_32),
                          test_blk_protocol);

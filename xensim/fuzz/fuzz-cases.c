@@ -29,7 +29,7 @@ blkif_request_t rw_req(uint8_t op, uint64_t sector, unsigned int nseg)
     return r;
 }
 
-static uint64_t canary_sector(void)
+uint64_t canary_sector(void)
 {
     return rnd_below(CANARY_SECTS - 88);
 }
@@ -87,7 +87,7 @@ void add_bad_sects(void)
 }
 
 /* A ref whose grant entry is empty (not granted to anyone) */
-static uint32_t free_ref(void)
+uint32_t free_ref(void)
 {
     grant_entry_v1_t *gt = xensim_domu_gnttab(F.dom);
     uint32_t ref;
@@ -544,6 +544,12 @@ static const Case cases[] = {
     { "unknown-op", add_unknown_ops, NULL },
     { "discard-huge", add_discard_huge, NULL },
     { "revoke-inflight", NULL, run_revoke },
+    { "indirect-valid", add_ind_valid, NULL },
+    { "indirect-bad-grant", add_ind_bad_grant, NULL },
+    { "indirect-nr-segments", add_ind_nr_segments, NULL },
+    { "indirect-bad-sects", add_ind_bad_sects, NULL },
+    { "indirect-op", add_ind_op, NULL },
+    { "indirect-flip", NULL, run_ind_flip },
     { "prod-overflow", NULL, run_prod_overflow },
     { "prod-backwards", NULL, run_prod_backwards },
     { "fault-errors", NULL, run_fault_errors },

@@ -49,6 +49,8 @@
 #define ST_BAD  (ST_ERR | ST_NOTSUP)
 
 #define RUN_MAX 8                   /* valid_run(): requests in a run */
+#define IND_MAX_SEGS 64u            /* indirect requests the model checks */
+#define IND_PAGES 32u               /* indirect pages per batch */
 
 /* --- state --------------------------------------------------------------- */
 
@@ -58,9 +60,9 @@ typedef struct Pend {
     uint8_t op;
     uint64_t sector;                /* for data checks (valid reads/writes) */
     unsigned int nseg;
-    uint8_t *page[BLKIF_MAX_SEGMENTS_PER_REQUEST];
-    uint8_t first[BLKIF_MAX_SEGMENTS_PER_REQUEST];
-    uint8_t last[BLKIF_MAX_SEGMENTS_PER_REQUEST];
+    uint8_t *page[IND_MAX_SEGS];
+    uint8_t first[IND_MAX_SEGS];
+    uint8_t last[IND_MAX_SEGS];
     bool check_data;                /* valid read/write: model applies */
     bool untouched;                 /* pages must keep their fill */
     bool revoked;                   /* grant revoked in flight */
@@ -68,6 +70,8 @@ typedef struct Pend {
     uint64_t discard_sects;
     bool got;
     int16_t status;
+    bool check_op;                  /* response op: BLKIF_OP_INDIRECT */
+    uint8_t rsp_op;                 /* operation of the response */
 } Pend;
 
 typedef struct Fuzz {
@@ -104,6 +108,10 @@ typedef struct Fuzz {
     uint8_t *ro_page, *ro_wpage, *other_page, *rev_pages;
     int ro_ref, ro_wref, other_ref;
     uint8_t *vbuf;                  /* whole-disk buffer for checks */
+    uint8_t *ind;                   /* indirect pages, granted read-only */
+    int ind_ref[IND_PAGES];
+    unsigned int ind_next;
+    uint32_t ind_adv;               /* backend's feature-max-indirect-... */
 
     uint8_t *model;                 /* DISK_BYTES */
     uint8_t *known;                 /* per sector: model is exact */
@@ -238,6 +246,12 @@ void apply(Pend *p);
 /* A request of @op, @nseg whole-page segments (grants FILL_REF), at @sector. */
 blkif_request_t rw_req(uint8_t op, uint64_t sector, unsigned int nseg);
 
+/* A sector in the low canary with room for 88 more. */
+uint64_t canary_sector(void);
+
+/* A ref whose grant entry is empty (not granted to anyone). */
+uint32_t free_ref(void);
+
 /* The request cases: each adds its requests to the current batch. */
 void add_nr_segments(void);
 void add_bad_sects(void);
@@ -276,6 +290,19 @@ void run_fault_disconnect(void);
 
 /* Retune the IOThread (the next of a fixed list of settings) over QMP. */
 void iothread_change(void);
+
+/* --- fuzz-indirect.c ----------------------------------------------------- */
+
+/* Allocate and grant (read-only, to dom0) the indirect pages. */
+bool grant_indirect(void);
+
+/* The indirect cases (cases[] in fuzz-cases.c). */
+void add_ind_valid(void);
+void add_ind_bad_grant(void);
+void add_ind_nr_segments(void);
+void add_ind_bad_sects(void);
+void add_ind_op(void);
+void run_ind_flip(void);
 
 /* --- fuzz-random.c ------------------------------------------------------- */
 

@@ -25,6 +25,11 @@ static void random_request(void)
         { "sector-overflow", add_overflow },
         { "unknown-op", add_unknown_ops },
         { "discard-huge", add_discard_huge },
+        { "indirect-valid", add_ind_valid },
+        { "indirect-bad-grant", add_ind_bad_grant },
+        { "indirect-nr-segments", add_ind_nr_segments },
+        { "indirect-bad-sects", add_ind_bad_sects },
+        { "indirect-op", add_ind_op },
     };
     uint64_t r = rnd_below(100);
     uint64_t s;

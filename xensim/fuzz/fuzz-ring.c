@@ -33,6 +33,7 @@ bool ring_adopt(void)
     F.order = blkfront_info(F.bf)->ring_order;
     F.nr_ents = blkfront_info(F.bf)->ring_entries;
     F.sring = find_sring();
+    F.ind_adv = blkfront_info(F.bf)->max_indirect_segments;
     g_free(F.snap);
     F.snap = g_malloc0(F.nr_ents * sizeof(*F.snap));
     F.ring_dead = false;
@@ -62,6 +63,7 @@ void batch_begin(void)
     F.npend = 0;
     F.nranges = 0;
     F.pool_next = 0;
+    F.ind_next = 0;
 }
 
 unsigned int ring_free(void)
@@ -182,6 +184,9 @@ unsigned int collect(void)
         if (!F.no_padcheck) {
             check_padding(rs.rsp_cons);
         }
+        /* the response's operation: offset 8 in every ABI */
+        uint8_t rop = F.sring[64 + (rs.rsp_cons % F.nr_ents) * F.slot_size +
+                              8];
         if (blkfront_raw_response(F.bf, &id, &st) < 0) {
             return n;
         }
@@ -203,6 +208,7 @@ unsigned int collect(void)
         }
         p->got = true;
         p->status = st;
+        p->rsp_op = rop;
     }
 }
 
@@ -250,6 +256,10 @@ bool batch_run(const int *revoke, unsigned int nrevoke)
                  p->expect & ST_OK ? "OKAY " : "",
                  p->expect & ST_ERR ? "ERROR " : "",
                  p->expect & ST_NOTSUP ? "EOPNOTSUPP" : "");
+        }
+        if (p->check_op && p->rsp_op != BLKIF_OP_INDIRECT) {
+            fail("indirect request 0x%" PRIx64 ": response has operation "
+                 "%u", p->id, p->rsp_op);
         }
         apply(p);
     }

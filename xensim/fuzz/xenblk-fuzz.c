@@ -229,7 +229,8 @@ static bool grant_pool(void)
     F.other_ref = xensim_domu_grant(F.dom, OTHER_DOMID,
                                     xensim_domu_gfn(F.dom, F.other_page),
                                     false);
-    return F.ro_ref >= 0 && F.ro_wref >= 0 && F.other_ref >= 0;
+    return F.ro_ref >= 0 && F.ro_wref >= 0 && F.other_ref >= 0 &&
+           grant_indirect();
 }
 
 /* --- driver -------------------------------------------------------------- */

@@ -11,15 +11,20 @@
  *   backend InitWait -> frontend writes ring-ref / ring-refN +
  *   ring-page-order, event-channel, protocol, feature-persistent=0 and
  *   goes Initialised -> backend Connected -> frontend reads sectors,
- *   sector-size, info, feature-flush-cache, feature-discard, ... and goes
- *   Connected.
+ *   sector-size, info, feature-flush-cache, feature-discard,
+ *   feature-max-indirect-segments, ... and goes Connected.
  *
  * Data path, all in the caller's thread, no locks, no syscall except the
  * event-channel notify and (when blocking) poll():
  *
  *   blkfront_queue()   splits an I/O into blkif requests of at most
- *                      BLKIF_MAX_SEGMENTS_PER_REQUEST one-page segments and
- *                      writes them to the ring, without notifying;
+ *                      BLKIF_MAX_SEGMENTS_PER_REQUEST one-page segments, or
+ *                      of the negotiated indirect segments (a request of
+ *                      more than 11 goes as BLKIF_OP_INDIRECT, its segment
+ *                      list in indirect pages granted read-only for the
+ *                      request's lifetime, as Linux does without
+ *                      persistent grants), and writes them to the ring,
+ *                      without notifying;
  *   blkfront_commit()  RING_PUSH_REQUESTS_AND_CHECK_NOTIFY, one notify if
  *                      the backend asked for it (req_event);
  *   blkfront_reap()    consumes responses, re-arming rsp_event with
@@ -61,6 +66,11 @@ enum blkfront_protocol {
 /* Largest ring-page-order we offer: 2^4 pages, as QEMU's default max. */
 #define BLKFRONT_MAX_RING_ORDER 4
 
+/* Linux xen-blkfront's default max_indirect_segments. */
+#define BLKFRONT_DEFAULT_INDIRECT_SEGMENTS 32
+/* blkif.h's ceiling: 8 indirect pages of 512 segments. */
+#define BLKFRONT_MAX_INDIRECT_SEGMENTS 4096
+
 struct blkfront_opts {
     uint32_t devid;             /* device/vbd/<devid> */
     /*
@@ -78,6 +88,15 @@ struct blkfront_opts {
      */
     bool push_each;
     int timeout_ms;             /* control-plane waits; 0: 10000 */
+    /*
+     * Segments per request we accept with indirect descriptors, as Linux
+     * blkfront's max_indirect_segments: 0 for its default,
+     * BLKFRONT_DEFAULT_INDIRECT_SEGMENTS; -1 none (plain requests only);
+     * else up to BLKFRONT_MAX_INDIRECT_SEGMENTS. Used only when the
+     * backend offers feature-max-indirect-segments, capped to it, and
+     * only if that leaves more than BLKIF_MAX_SEGMENTS_PER_REQUEST.
+     */
+    int max_indirect_segments;
 };
 
 /* What the backend announced at Connected (blkif.h, backend nodes). */
@@ -94,6 +113,10 @@ struct blkfront_info {
     uint32_t max_ring_order;    /* backend "max-ring-page-order" */
     uint32_t ring_order;        /* what we use */
     uint32_t ring_entries;      /* slots in the ring */
+    /* backend "feature-max-indirect-segments" (0: absent) */
+    uint32_t max_indirect_segments;
+    /* segments per request we use with BLKIF_OP_INDIRECT (0: none) */
+    uint32_t indirect_segments;
 };
 
 /* Guest-side counters (not reset by reconnect). */
@@ -106,6 +129,7 @@ struct blkfront_stats {
     uint64_t events;            /* events received from the backend */
     uint64_t grants;            /* grant entries written for data pages */
     uint64_t grant_evictions;   /* idle data-page grants revoked for reuse */
+    uint64_t indirect_requests; /* of requests: BLKIF_OP_INDIRECT ones */
 };
 
 /*
@@ -170,11 +194,14 @@ struct blkfront_io {
 };
 
 /*
- * Number of blkif requests @io becomes: read/write, one per 11 pages the
- * buffer touches (segments are page fragments; an I/O starting mid-page
- * touches one more page); flush 1; discard 1.
+ * Number of blkif requests @io becomes on @bf's connection: read/write,
+ * one per 11 pages the buffer touches, or per info.indirect_segments
+ * pages when indirect descriptors are in use (segments are page
+ * fragments; an I/O starting mid-page touches one more page); flush 1;
+ * discard 1.
  */
-uint32_t blkfront_io_nr_requests(const struct blkfront_io *io);
+uint32_t blkfront_io_nr_requests(const blkfront *bf,
+                                 const struct blkfront_io *io);
 
 /*
  * Put @io's requests on the ring (private producer index; nothing is
@@ -230,7 +257,9 @@ void blkfront_buf_free(blkfront *bf, void *buf, size_t bytes);
 
 /*
  * Copy the native-layout request @req into the next free ring slot (in the
- * negotiated protocol's layout) and advance the private producer. Its id
+ * negotiated protocol's layout) and advance the private producer. A
+ * BLKIF_OP_INDIRECT @req is read as the blkif_request_indirect_t that
+ * overlays it (the caller grants its indirect pages). Its id
  * is used verbatim: responses with ids that are not ours are counted and
  * ignored by blkfront_reap() but can be read with blkfront_raw_response().
  * EAGAIN if the ring is full.
