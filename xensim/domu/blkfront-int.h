@@ -211,7 +211,7 @@ void bf_store_request(union bf_front_ring *ring,
 /* Load response @idx of @ring (read once, in @proto's layout). */
 void bf_load_response(union bf_front_ring *ring,
                       enum blkfront_protocol proto, RING_IDX idx,
-                      uint64_t *id, int16_t *status);
+                      uint64_t *id, uint8_t *op, int16_t *status);
 
 /*
  * Splitting an I/O into blkif segments, as Linux's blk-mq + xen-blkfront

@@ -117,13 +117,14 @@ void bf_set_rw(union bf_request *r, uint8_t op, unsigned int nseg,
 
 void bf_load_response(union bf_front_ring *ring,
                       enum blkfront_protocol proto, RING_IDX idx,
-                      uint64_t *id, int16_t *status)
+                      uint64_t *id, uint8_t *op, int16_t *status)
 {
     switch (proto) {
     case BLKFRONT_PROTO_X86_32: {
         struct bf_x86_32_response *s = RING_GET_RESPONSE(&ring->x86_32, idx);
 
         *id = DOMU_READ_ONCE(s->id);
+        *op = DOMU_READ_ONCE(s->operation);
         *status = DOMU_READ_ONCE(s->status);
         break;
     }
@@ -131,6 +132,7 @@ void bf_load_response(union bf_front_ring *ring,
         struct bf_x86_64_response *s = RING_GET_RESPONSE(&ring->x86_64, idx);
 
         *id = DOMU_READ_ONCE(s->id);
+        *op = DOMU_READ_ONCE(s->operation);
         *status = DOMU_READ_ONCE(s->status);
         break;
     }
@@ -139,6 +141,7 @@ void bf_load_response(union bf_front_ring *ring,
         blkif_response_t *s = RING_GET_RESPONSE(&ring->native, idx);
 
         *id = DOMU_READ_ONCE(s->id);
+        *op = DOMU_READ_ONCE(s->operation);
         *status = DOMU_READ_ONCE(s->status);
         break;
     }

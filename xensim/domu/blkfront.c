@@ -27,6 +27,8 @@ struct bf_shadow {
     struct blkfront_io *io;     /* NULL: free */
     uint32_t next_free;
     uint32_t nseg;
+    /* The response's operation: the request's, an indirect one's own */
+    uint8_t op;
     uint32_t *gfn;              /* data pages: bf->max_segs entries */
     uint32_t nind;              /* indirect pages granted, and their refs */
     uint32_t ind_ref[BLKIF_MAX_INDIRECT_PAGES_PER_REQUEST];
@@ -800,9 +802,8 @@ static bool bf_put_one(blkfront *bf, struct blkfront_io *io)
             sh->ind_ref[sh->nind] = ref;
         }
         sh->nseg = n;
-        bf_set_rw(&req, io->op == BLKFRONT_OP_READ ? BLKIF_OP_READ
-                                                   : BLKIF_OP_WRITE,
-                  n, bf->o.devid, sh->ind_ref);
+        sh->op = io->op == BLKFRONT_OP_READ ? BLKIF_OP_READ : BLKIF_OP_WRITE;
+        bf_set_rw(&req, sh->op, n, bf->o.devid, sh->ind_ref);
         bf->stats.indirect_requests += nind != 0;
         io->next_off += covered;
         break;
@@ -810,11 +811,13 @@ static bool bf_put_one(blkfront *bf, struct blkfront_io *io)
     case BLKFRONT_OP_FLUSH:
         req.rw.operation = BLKIF_OP_FLUSH_DISKCACHE;
         req.rw.sector_number = 0;
+        sh->op = req.rw.operation;
         break;
     case BLKFRONT_OP_DISCARD: {
         blkif_request_discard_t *rd = &req.discard;
 
         rd->operation = BLKIF_OP_DISCARD;
+        sh->op = rd->operation;
         rd->flag = 0;
         rd->nr_sectors = io->len >> 9;
         break;
@@ -891,7 +894,8 @@ int blkfront_commit(blkfront *bf)
     return notify;
 }
 
-static void bf_complete_req(blkfront *bf, uint64_t id, int16_t status)
+static void bf_complete_req(blkfront *bf, uint64_t id, uint8_t op,
+                            int16_t status)
 {
     struct bf_shadow *sh;
     struct blkfront_io *io;
@@ -904,6 +908,13 @@ static void bf_complete_req(blkfront *bf, uint64_t id, int16_t status)
     }
     sh = &bf->shadow[id];
     io = sh->io;
+    /* Linux blkfront (since 5.14) takes such a response as a broken ring */
+    if (op != sh->op) {
+        xensim_log(XENSIM_LOG_WARN, "blkfront: response to id 0x%" PRIx64
+                   " has operation %u, not %u", id, op, sh->op);
+        bf->stats.wrong_op_responses++;
+        status = BLKIF_RSP_ERROR;
+    }
     for (i = 0; i < sh->nseg; i++) {
         bf->gfn_busy[sh->gfn[i]]--;
     }
@@ -941,11 +952,12 @@ unsigned int blkfront_reap(blkfront *bf, struct blkfront_io **done,
         xen_rmb();              /* rsp_prod before the responses it covers */
         for (i = bf->ring.native.rsp_cons; i != rp; i++) {
             uint64_t id;
+            uint8_t op;
             int16_t status;
 
-            bf_load_response(&bf->ring, bf->o.protocol, i, &id, &status);
+            bf_load_response(&bf->ring, bf->o.protocol, i, &id, &op, &status);
             bf->stats.responses++;
-            bf_complete_req(bf, id, status);
+            bf_complete_req(bf, id, op, status);
         }
         bf->ring.native.rsp_cons = rp;
         if (bf->waiting) {
@@ -1108,13 +1120,15 @@ int blkfront_port(const blkfront *bf)
 
 int blkfront_raw_response(blkfront *bf, uint64_t *id, int16_t *status)
 {
+    uint8_t op;
+
     if (!RING_HAS_UNCONSUMED_RESPONSES(&bf->ring.native)) {
         errno = EAGAIN;
         return -1;
     }
     xen_rmb();
     bf_load_response(&bf->ring, bf->o.protocol, bf->ring.native.rsp_cons,
-                     id, status);
+                     id, &op, status);
     bf->ring.native.rsp_cons++;
     bf->stats.responses++;
     return 0;

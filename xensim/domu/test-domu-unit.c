@@ -134,6 +134,7 @@ static void check_response_layout(enum blkfront_protocol proto,
     union bf_front_ring ring;
     uint64_t id;
     int16_t st;
+    uint8_t op;
     unsigned int i;
 
     SHARED_RING_INIT((blkif_sring_t *)page);
@@ -149,8 +150,9 @@ static void check_response_layout(enum blkfront_protocol proto,
         memcpy(s + status_off, &status, 2);
     }
     for (i = 0; i < 3; i++) {
-        bf_load_response(&ring, proto, i, &id, &st);
+        bf_load_response(&ring, proto, i, &id, &op, &st);
         g_assert_cmphex(id, ==, 0xfeed0000 + i);
+        g_assert_cmpuint(op, ==, BLKIF_OP_READ);
         g_assert_cmpint(st, ==, i == 1 ? BLKIF_RSP_ERROR : BLKIF_RSP_OKAY);
     }
     free(page);

@@ -7,12 +7,13 @@
  * Expectations depend on what the backend offered at connect (F.ind_adv,
  * its feature-max-indirect-segments):
  *  - offered: a malformed indirect request gets BLKIF_RSP_ERROR with its
- *    id and operation BLKIF_OP_INDIRECT, touches neither the disk nor a
+ *    id and its indirect_op as the response's operation (blkback's, and
+ *    what Linux blkfront checks), touches neither the disk nor a
  *    read's pages; a valid one (up to IND_MAX_SEGS segments) is served
  *    and its data checked against the model;
- *  - not offered (pristine QEMU, or max-indirect-segments=0): every
- *    indirect request is an unknown operation, BLKIF_RSP_ERROR, and no
- *    I/O is done at all.
+ *  - not offered (pristine QEMU, or indirect-requests=off): every
+ *    indirect request is an unknown operation, BLKIF_RSP_ERROR echoing
+ *    BLKIF_OP_INDIRECT, and no I/O is done at all.
  * Then settle(): QEMU alive, the ring serves, the disk as modelled.
  */
 #include <inttypes.h>
@@ -26,6 +27,13 @@ G_STATIC_ASSERT(offsetof(blkif_request_indirect_t, id) ==
 G_STATIC_ASSERT(sizeof(blkif_request_indirect_t) <= sizeof(blkif_request_t));
 
 #define SEGS_PER_PAGE (XENSIM_PAGE_SIZE / sizeof(struct blkif_request_segment))
+
+/* The operation the response to indirect request @r must have */
+static void want_op(Pend *p, const blkif_request_indirect_t *r)
+{
+    p->check_op = true;
+    p->want_op = F.ind_adv ? r->indirect_op : BLKIF_OP_INDIRECT;
+}
 
 bool grant_indirect(void)
 {
@@ -124,7 +132,7 @@ static Pend *ind_bad(Ind *x)
     unsigned int i;
 
     if (p) {
-        p->check_op = true;
+        want_op(p, &x->r.ind);
         if (x->r.ind.indirect_op == BLKIF_OP_READ) {
             p->untouched = true;
             p->nseg = x->nseg;
@@ -152,7 +160,7 @@ static Pend *ind_good(Ind *x, unsigned int expect)
     }
     p = put(&x->r.rw, expect);
     if (p) {
-        p->check_op = true;
+        want_op(p, &x->r.ind);
         p->op = x->r.ind.indirect_op;   /* apply() reads it as a r/w */
         p->sector = x->r.ind.sector_number;
         p->nseg = x->nseg;
@@ -393,7 +401,7 @@ static void ind_flip_one(uint8_t iop, bool b_bad)
     if (!p) {
         return;
     }
-    p->check_op = true;
+    want_op(p, &x.r.ind);
     F.during = flip_during;
     old = g_memdup2(F.model + s * SECT, n * XENSIM_PAGE_SIZE);
     memset(F.known + s, 0, n * 8);      /* checked below */

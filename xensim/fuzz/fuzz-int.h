@@ -70,7 +70,8 @@ typedef struct Pend {
     uint64_t discard_sects;
     bool got;
     int16_t status;
-    bool check_op;                  /* response op: BLKIF_OP_INDIRECT */
+    bool check_op;                  /* the response's op must be want_op */
+    uint8_t want_op;
     uint8_t rsp_op;                 /* operation of the response */
 } Pend;
 

@@ -257,9 +257,9 @@ bool batch_run(const int *revoke, unsigned int nrevoke)
                  p->expect & ST_ERR ? "ERROR " : "",
                  p->expect & ST_NOTSUP ? "EOPNOTSUPP" : "");
         }
-        if (p->check_op && p->rsp_op != BLKIF_OP_INDIRECT) {
+        if (p->check_op && p->rsp_op != p->want_op) {
             fail("indirect request 0x%" PRIx64 ": response has operation "
-                 "%u", p->id, p->rsp_op);
+                 "%u, want %u", p->id, p->rsp_op, p->want_op);
         }
         apply(p);
     }

@@ -130,6 +130,7 @@ struct blkfront_stats {
     uint64_t grants;            /* grant entries written for data pages */
     uint64_t grant_evictions;   /* idle data-page grants revoked for reuse */
     uint64_t indirect_requests; /* of requests: BLKIF_OP_INDIRECT ones */
+    uint64_t wrong_op_responses;    /* with another operation: errors */
 };
 
 /*
