@@ -140,7 +140,7 @@ check-xensim: xensim upstream fork blktap
 	    --print-errorlogs --suite integrity
 
 # One at a time: the polling qtests need a CPU to themselves (a poller
-# that loses its CPU stops polling for up to a second, patch 0028)
+# that loses its CPU stops polling for up to a second, patch 0029)
 check-qtest: fork
 	@cd $(QBUILD)/fork && PATH=$(BUILD)/tools/path meson test --no-rebuild \
 	    --print-errorlogs --num-processes 1 \
