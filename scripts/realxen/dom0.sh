@@ -28,16 +28,19 @@ done
 for l in "$P"/lib/*; do
     [ -e "/usr/lib/x86_64-linux-gnu/${l##*/}" ] || cp "$l" /usr/lib/x86_64-linux-gnu/
 done
-# dpkg's database: the packages those libraries come from (run.sh)
-cp "$P/dpkg/status" /var/lib/dpkg/status
+# dpkg's database: qemu-system-xen (the image's), and the packages those
+# libraries come from (run.sh)
+{ echo; cat "$P/dpkg/status"; } >> /var/lib/dpkg/status
 cp "$P"/dpkg/info/*.list /var/lib/dpkg/info/
 : > /var/lib/dpkg/available
 
 # dom0_state: what installing and removing the package must leave as it
-# was: the files of /usr and /etc, dpkg's packages and diversions
+# was: the files of /usr and /etc, Debian's device model, dpkg's packages
+# and diversions
+debian_qemu=/usr/libexec/xen-qemu-system-i386
 dom0_state() {
-    { find /usr /etc -xdev | sort; dpkg-query -W; dpkg-divert --list; } |
-        md5sum | cut -d' ' -f1
+    { find /usr /etc -xdev | sort; sha256sum "$debian_qemu"
+      dpkg-query -W; dpkg-divert --list; } | md5sum | cut -d' ' -f1
 }
 
 # dpkg by its path: busybox sh runs its own dpkg applet before PATH's
@@ -50,6 +53,11 @@ deb_install() {
     fi
     v=$(dpkg-query -W -f '${Version}' xenblk-qemu)
     xenblk-default enable
+    if ! $debian_qemu --version | grep -q xenblk; then
+        echo "XB fork R deb-install FAIL xenblk-default enable:" \
+             "$($debian_qemu --version | head -n 1)"
+        return
+    fi
     echo "XB fork R deb-install PASS xenblk-qemu $v; $(xenblk-default status)"
 }
 
@@ -64,7 +72,8 @@ deb_remove() {
         echo "XB fork R deb-remove FAIL dom0 not as before the package:" \
              "$(xenblk-default status 2>&1) $(ls -d /usr/lib/xenblk 2>&1)"
     else
-        echo "XB fork R deb-remove PASS dom0 as before (files, packages, diversions)"
+        echo "XB fork R deb-remove PASS dom0 as before (files, packages," \
+             "diversions; $debian_qemu: $($debian_qemu --version | head -n 1))"
     fi
 }
 

@@ -8,8 +8,10 @@
 #   OUT/dom0.cpio   dom0's initramfs: busybox, xl/libxl, xenstored,
 #                   xenconsoled, xen-init-dom0, xenstore-utils, socat and
 #                   jq (QMP), dpkg (run.sh installs the fork's package),
-#                   the kernel modules dom0 needs, /boot/vmlinuz for
-#                   the domUs; /init is scripts/realxen/dom0-init
+#                   Debian's device model (qemu-system-xen, installed in
+#                   dom0's dpkg database), the kernel modules dom0 needs,
+#                   /boot/vmlinuz for the domUs; /init is
+#                   scripts/realxen/dom0-init
 #   OUT/domu.cpio   the domUs' initramfs: busybox, fio 3.33 (built from its
 #                   source: Debian's fio pulls 80 MB of libraries),
 #                   e2fsprogs, xenstore-utils, jq, xen-blkfront.ko; /init
@@ -34,7 +36,7 @@ kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
 kver=${kpkg#linux-image-}
 PKGS=(xen-hypervisor-4.17-amd64 xen-utils-4.17 xenstore-utils "$kpkg"
       busybox-static socat libwrap0 jq libjq1 libonig5 e2fsprogs libext2fs2
-      dpkg)
+      dpkg qemu-system-xen)
 XENBIN=usr/lib/xen-4.17/bin
 DOM0_MODULES=(virtio_pci virtio_blk ext4 crc32c_generic xenfs xen-evtchn
               xen-gntdev xen-gntalloc xen-privcmd)
@@ -185,17 +187,24 @@ add_bin "$s" usr/bin/socat
 add_bin "$s" usr/bin/jq
 # dpkg, and the programs it runs that busybox has not, or not as it
 # wants them: ldconfig (glibc's, static) and GNU tar (dpkg-deb's), from
-# the host, Debian 12 too. Its database is the run's (run.sh): the
-# packages whose files the payload brings.
+# the host, Debian 12 too. Its database holds qemu-system-xen (below);
+# each run adds the packages whose libraries its payload brings (run.sh).
 for b in dpkg dpkg-deb dpkg-split dpkg-query dpkg-divert; do
     add_bin "$s" usr/bin/$b
 done
 add_bin "$s" /sbin/ldconfig usr/sbin/ldconfig
 add_bin "$s" /usr/bin/tar usr/bin/tar
 mkdir -p "$s"/var/lib/dpkg/{info,updates,triggers} "$s/etc/dpkg/dpkg.cfg.d"
-# where libxl's default device model lives (qemu-system-xen), which the
-# package's xenblk-default diverts
-mkdir -p "$s/usr/libexec"
+# Debian's device model, libxl's default (/usr/libexec/
+# xen-qemu-system-i386), installed as dpkg would: the fork's package must
+# leave it alone and its xenblk-default diverts it. Its libraries, not its
+# data (no arm runs it as a device model; dom0.sh runs its --version).
+qdeb=$(ls "$out"/debs/qemu-system-xen_*.deb | head -n 1)
+add_bin "$s" usr/libexec/xen-qemu-system-i386
+dpkg-deb -f "$qdeb" | sed '1a Status: install ok installed' \
+    > "$s/var/lib/dpkg/status"
+dpkg-deb -c "$qdeb" | awk '{ print substr($6, 2) }' |
+    sed 's|/$||; s|^$|/.|' > "$s/var/lib/dpkg/info/qemu-system-xen.list"
 add_modules "$s" "${DOM0_MODULES[@]}"
 finish_modules "$s"
 cp "$out/vmlinuz" "$s/boot/vmlinuz"
