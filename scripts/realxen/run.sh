@@ -160,14 +160,19 @@ for a in "${arms[@]}"; do
     echo "$([ "$mode" = ci ] && echo smoke || echo "$mode") $a $bin $iot $skip" \
         >> "$p/plan"
 done
-printf '%s\n' "${libs[@]}" | sort -u | xargs -r cp -n -L -t "$p/lib/"
+mapfile -t libs < <(printf '%s\n' "${libs[@]}" | sort -u)
+cp -n -L -t "$p/lib/" "${libs[@]}"
 # dom0's dpkg database: the packages that own those libraries on this
 # host (Debian 12, as dom0), as its dpkg records them, so that dpkg -i
 # checks the package's Depends against what dom0 really has
-mapfile -t owners < <(for l in $(printf '%s\n' "${libs[@]}" | sort -u); do
-        dpkg -S "$l" 2>/dev/null || dpkg -S "$(realpath "$l")" 2>/dev/null ||
-            dpkg -S "/usr$l" 2>/dev/null || log "no package owns $l"
-    done | grep -v '^diversion' | sed 's/: .*//; s/, /\n/g' | sort -u)
+# (one dpkg -S: each call reads the whole database; a library is
+# recorded under /lib or /usr/lib, merged /usr, hence both names)
+dpkg -S "${libs[@]}" $(printf '/usr%s\n' "${libs[@]}" | sed 's|^/usr/usr/|/|') \
+    2>/dev/null | grep -v '^diversion' > "$run/lib-owners" || true
+for l in "${libs[@]}"; do
+    grep -q "/${l##*/}\$" "$run/lib-owners" || die "no package owns $l"
+done
+mapfile -t owners < <(sed 's/: .*//; s/, /\n/g' "$run/lib-owners" | sort -u)
 dpkg-query -s "${owners[@]}" > "$p/dpkg/status"
 for o in "${owners[@]}"; do
     cp /var/lib/dpkg/info/"$o".list "$p/dpkg/info/" 2>/dev/null ||
