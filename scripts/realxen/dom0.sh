@@ -43,8 +43,8 @@ dom0_state() {
       dpkg-query -W; dpkg-divert --list; } | md5sum | cut -d' ' -f1
 }
 
-# dpkg by its path: busybox sh runs its own dpkg applet before PATH's
-# deb_install: dpkg -i the fork's package, then the host-wide switch
+# deb_install: dpkg -i the fork's package, then the host-wide switch.
+# dpkg by its path: busybox sh runs its own dpkg applet before PATH's.
 deb_install() {
     pristine=$(dom0_state)
     if ! /usr/bin/dpkg -i "$P/xenblk-qemu.deb" > /run/dpkg.log 2>&1; then
