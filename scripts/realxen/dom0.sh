@@ -182,7 +182,8 @@ run_arm() {
     fi
     d=$(xl domid "$a")
     q=$(qemu_pid "$d")
-    echo "XB $a R create PASS domid=$d qemu-pid=${q:-none} at $(cut -d' ' -f1 /proc/uptime)"
+    echo "XB $a R create PASS domid=$d qemu-pid=${q:-none}" \
+         "exe=$(readlink "/proc/$q/exe") at $(cut -d' ' -f1 /proc/uptime)"
     tail -n +1 -f "/var/log/xen/console/guest-$a.log" 2>/dev/null |
         sed "s/^/[$a] /" &
     tailpid=$!
