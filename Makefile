@@ -18,11 +18,21 @@ QEMU_VERSION := $(shell BASE='$(BASE)' scripts/base.sh version)
 # Series version for `qemu-system-i386 --version` of the fork: bump it
 # with each release of the series; the patch count follows by itself.
 SERIES_VERSION := 1
-FORK_PKGVERSION := xenblk-$(SERIES_VERSION)-$(shell \
-	cat patches/series 2>/dev/null | grep -cv '^\s*\(\#\|$$\)')p
+SERIES_PATCHES := $(shell cat patches/series 2>/dev/null | \
+	grep -cv '^\s*\(\#\|$$\)')
+FORK_PKGVERSION := xenblk-$(SERIES_VERSION)-$(SERIES_PATCHES)p
+# The Debian package's version: QEMU's, then the series' release and
+# patch count (e.g. 10.2.2+xenblk1.31-1); DEB_REVISION for a rebuild of
+# the same tree
+DEB_REVISION ?= 1
+DEB_VERSION := $(QEMU_VERSION)+xenblk$(SERIES_VERSION).$(SERIES_PATCHES)-$(DEB_REVISION)
+# make install's destination (scripts/install.sh)
+PREFIX ?= /usr/local
+DESTDIR ?=
 
 QEMU_UPSTREAM := $(QBUILD)/upstream/obj/qemu-system-i386
 QEMU_FORK     := $(QBUILD)/fork/qemu-system-i386
+FORK_DEB      := $(QBUILD)/deb/xenblk-qemu_$(DEB_VERSION)_amd64.deb
 XENSIM_BUILD  := $(BUILD)/xensim
 # The series' qtests (tests/qtest/ of build/src), run on the fork
 XEN_QTESTS    := xenpv-test xen-block-notify-test xen-block-poll-test \
@@ -31,13 +41,13 @@ XEN_QTESTS    := xenpv-test xen-block-notify-test xen-block-poll-test \
 # ... and its unit tests (tests/unit/)
 XEN_UNIT_TESTS := test-aio-fd-poll test-aio-poll-yield
 
-export QEMU_UPSTREAM QEMU_FORK
+export QEMU_UPSTREAM QEMU_FORK FORK_DEB
 
 .PHONY: all help deps fetch src export check-patches build upstream fork \
 	xensim blktap main check check-tooling check-xensim check-qtest check-asan \
 	check-qtest-busy check-asan-upstream check-soak check-mirror check-second-base \
 	check-xen check-xen-smoke check-xen-ci soak fuzz bench bench-quick bench-scale \
-	bench-scale-quick check-bench-scale bench-bundle clean distclean
+	bench-scale-quick check-bench-scale bench-bundle install deb clean distclean
 
 all: build main
 
@@ -75,6 +85,10 @@ help:
 	@echo "make bench-scale   1-16 guests at once, polling cost (about 50 min)"
 	@echo "make bench-scale-quick  the same, CI-sized (about 2.5 min)"
 	@echo "make bench-bundle  the scale bench as a tarball for another host"
+	@echo "make install       the fork's device model into"
+	@echo "                   \$$(DESTDIR)\$$(PREFIX)/lib/xenblk (PREFIX=/usr/local)"
+	@echo "make deb           the same as a Debian 12 package, xenblk-qemu"
+	@echo "                   (build/deb/; docs/packaging.rst)"
 	@echo "make clean         remove build/ except downloads and ccache"
 
 deps:
@@ -229,15 +243,17 @@ check-second-base: xensim
 # timeout (about 7 minutes). check-xen-smoke: the same with those two
 # (about 10). check-xen: every job, three arms (the fork also with
 # libxl's IOThread arguments), then the counters table (about 20).
-check-xen-ci: build
+# The fork runs from its package (make deb), which dom0 installs with
+# dpkg and removes before upstream's arm.
+check-xen-ci: build deb
 	@scripts/setup-deps.sh realxen
 	@scripts/realxen/run.sh ci
 
-check-xen-smoke: build
+check-xen-smoke: build deb
 	@scripts/setup-deps.sh realxen
 	@scripts/realxen/run.sh smoke
 
-check-xen: build
+check-xen: build deb
 	@scripts/setup-deps.sh realxen
 	@rc=0; scripts/realxen/run.sh full || rc=1; \
 	scripts/realxen/counters.sh $(BUILD)/realxen/latest || rc=1; exit $$rc
@@ -279,8 +295,16 @@ check-bench-scale: build
 bench-bundle: build
 	@scripts/bench-bundle.sh
 
+# The fork's device model under $(PREFIX)/lib/xenblk, or as a package
+# (docs/packaging.rst); the real-Xen check installs that package in dom0
+install: fork
+	@DESTDIR='$(DESTDIR)' PREFIX='$(PREFIX)' scripts/install.sh $(QBUILD)/fork
+
+deb: fork
+	@scripts/build-deb.sh $(QBUILD)/fork $(QBUILD)/deb $(DEB_VERSION)
+
 clean:
-	rm -rf $(QBUILD)/upstream/obj $(QBUILD)/fork $(QBUILD)/check \
+	rm -rf $(QBUILD)/upstream/obj $(QBUILD)/fork $(QBUILD)/check $(QBUILD)/deb \
 	       $(BUILD)/xensim $(BUILD)/tools $(BUILD)/runs $(BUILD)/blktap
 
 distclean:

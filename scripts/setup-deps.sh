@@ -1,5 +1,6 @@
 #!/bin/bash
-# Install everything the fork, xensim and the benchmarks need on Debian 12;
+# Install everything the fork, xensim, the benchmarks and the fork's
+# Debian package (make deb: dpkg-dev, lintian) need on Debian 12;
 # with the argument "realxen", what make check-xen needs too
 # (qemu-system-x86, cpio).
 # Idempotent: installs only what is missing, adds bookworm-backports (for
@@ -15,6 +16,7 @@ PKGS=(
     fio e2fsprogs qemu-utils gnuplot-nox jq
     libasan8 libubsan1
     autoconf automake libtool uuid-dev libssl-dev
+    lintian
 )
 [ "${1:-}" != realxen ] || PKGS+=(qemu-system-x86 cpio)
 BPO_PKGS=(meson python3-pycotap)

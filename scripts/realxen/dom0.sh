@@ -4,7 +4,13 @@
 # QEMU (device_model_override), the domU's requests (through xenstore:
 # data/xb/req -> data/xb/ack, see domu-jobs.sh), then the logs.
 #
-# /payload/plan: "MODE ARM QEMU-DIR IOTHREAD SKIP" lines (IOTHREAD: the
+# The fork's package (/payload/xenblk-qemu.deb) is installed with dpkg
+# before the first arm, with xenblk-default enabled, and removed once
+# its arms are done (cases deb-install, deb-remove of arm fork): the
+# dom0 must then be as it was (files, dpkg's database, diversions).
+#
+# /payload/plan: "MODE ARM QEMU IOTHREAD SKIP" lines (QEMU: the binary
+# libxl runs, device_model_override; IOTHREAD: the
 # device_model_args_pv IOThread of the fork, or "-"; SKIP: cases the domU
 # leaves out, comma-separated, or "-"). Prints "XB <arm> ..."
 # lines (results, information) and each domU's console and QEMU log with
@@ -22,6 +28,54 @@ done
 for l in "$P"/lib/*; do
     [ -e "/usr/lib/x86_64-linux-gnu/${l##*/}" ] || cp "$l" /usr/lib/x86_64-linux-gnu/
 done
+# dpkg's database: qemu-system-xen (the image's), and the packages those
+# libraries come from (run.sh)
+{ echo; cat "$P/dpkg/status"; } >> /var/lib/dpkg/status
+cp "$P"/dpkg/info/*.list /var/lib/dpkg/info/
+: > /var/lib/dpkg/available
+
+# dom0_state: what installing and removing the package must leave as it
+# was: the files of /usr and /etc, Debian's device model, dpkg's packages
+# and diversions
+debian_qemu=/usr/libexec/xen-qemu-system-i386
+dom0_state() {
+    { find /usr /etc -xdev | sort; sha256sum "$debian_qemu"
+      dpkg-query -W; dpkg-divert --list; } | md5sum | cut -d' ' -f1
+}
+
+# deb_install: dpkg -i the fork's package, then the host-wide switch.
+# dpkg by its path: busybox sh runs its own dpkg applet before PATH's.
+deb_install() {
+    pristine=$(dom0_state)
+    if ! /usr/bin/dpkg -i "$P/xenblk-qemu.deb" > /run/dpkg.log 2>&1; then
+        echo "XB fork R deb-install FAIL $(tail -n 5 /run/dpkg.log | tr '\n' ' ')"
+        return
+    fi
+    v=$(dpkg-query -W -f '${Version}' xenblk-qemu)
+    xenblk-default enable
+    if ! $debian_qemu --version | grep -q xenblk; then
+        echo "XB fork R deb-install FAIL xenblk-default enable:" \
+             "$($debian_qemu --version | head -n 1)"
+        return
+    fi
+    echo "XB fork R deb-install PASS xenblk-qemu $v; $(xenblk-default status)"
+}
+
+# deb_remove: dpkg -r, which disables xenblk-default (prerm); dom0 must
+# be as before deb_install
+deb_remove() {
+    if ! dpkg-query -W xenblk-qemu > /run/dpkg.log 2>&1; then
+        echo "XB fork R deb-remove FAIL the package was not installed"
+    elif ! /usr/bin/dpkg -r xenblk-qemu > /run/dpkg.log 2>&1; then
+        echo "XB fork R deb-remove FAIL $(tail -n 5 /run/dpkg.log | tr '\n' ' ')"
+    elif [ "$(dom0_state)" != "$pristine" ]; then
+        echo "XB fork R deb-remove FAIL dom0 not as before the package:" \
+             "$(xenblk-default status 2>&1) $(ls -d /usr/lib/xenblk 2>&1)"
+    else
+        echo "XB fork R deb-remove PASS dom0 as before (files, packages," \
+             "diversions; $debian_qemu: $($debian_qemu --version | head -n 1))"
+    fi
+}
 
 # qmp DOMID CMD-JSON: one QMP command on libxl's monitor of the domain's
 # device model; prints the "return" value, compact
@@ -93,10 +147,10 @@ dump_logs() {
     dmesg | grep -i -E 'qemu|segfault|traps:' | tail -n 10 | sed "s/^/[$1] dmesg: /"
 }
 
-# run_arm MODE ARM QEMU-DIR IOTHREAD SKIP: one domU, served until it is gone
+# run_arm MODE ARM QEMU IOTHREAD SKIP: one domU, served until it is gone
 run_arm() {
-    mode=$1 a=$2 dir=$3 iot=$4 skip=$5
-    bin=$P/arms/$dir/qemu-system-i386
+    mode=$1 a=$2 bin=$3 iot=$4 skip=$5
+    [ -x "$bin" ] || { echo "XB $a R ldd FAIL no $bin"; return; }
     missing=$(/lib64/ld-linux-x86-64.so.2 --list "$bin" | grep 'not found')
     [ -z "$missing" ] || { echo "XB $a R ldd FAIL $missing"; return; }
     echo "XB $a R ldd PASS"
@@ -128,7 +182,8 @@ run_arm() {
     fi
     d=$(xl domid "$a")
     q=$(qemu_pid "$d")
-    echo "XB $a R create PASS domid=$d qemu-pid=${q:-none} at $(cut -d' ' -f1 /proc/uptime)"
+    echo "XB $a R create PASS domid=$d qemu-pid=${q:-none}" \
+         "exe=$(readlink "/proc/$q/exe") at $(cut -d' ' -f1 /proc/uptime)"
     tail -n +1 -f "/var/log/xen/console/guest-$a.log" 2>/dev/null |
         sed "s/^/[$a] /" &
     tailpid=$!
@@ -168,8 +223,15 @@ run_arm() {
 }
 
 . "$P/plan.env"
-while read -r mode a dir iot skip; do
+installed=
+while read -r mode a bin iot skip; do
+    # the package's arms come first (run.sh); it goes once they are done
+    case $bin in
+    $P/*) [ -z "$installed" ] || { deb_remove; installed=; } ;;
+    *) [ -n "$installed" ] || { deb_install; installed=1; } ;;
+    esac
     echo "XB $a I arm-start $(cut -d' ' -f1 /proc/uptime)"
-    run_arm "$mode" "$a" "$dir" "$iot" "$skip"
+    run_arm "$mode" "$a" "$bin" "$iot" "$skip"
     echo "XB $a I arm-end $(cut -d' ' -f1 /proc/uptime)"
 done < "$P/plan"
+[ -z "$installed" ] || deb_remove

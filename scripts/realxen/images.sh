@@ -7,8 +7,11 @@
 #   OUT/vmlinuz     Debian's kernel (linux-image-amd64): dom0 and the domUs
 #   OUT/dom0.cpio   dom0's initramfs: busybox, xl/libxl, xenstored,
 #                   xenconsoled, xen-init-dom0, xenstore-utils, socat and
-#                   jq (QMP), the kernel modules dom0 needs, /boot/vmlinuz
-#                   for the domUs; /init is scripts/realxen/dom0-init
+#                   jq (QMP), dpkg (run.sh installs the fork's package),
+#                   Debian's device model (qemu-system-xen, installed in
+#                   dom0's dpkg database), the kernel modules dom0 needs,
+#                   /boot/vmlinuz for the domUs; /init is
+#                   scripts/realxen/dom0-init
 #   OUT/domu.cpio   the domUs' initramfs: busybox, fio 3.33 (built from its
 #                   source: Debian's fio pulls 80 MB of libraries),
 #                   e2fsprogs, xenstore-utils, jq, xen-blkfront.ko; /init
@@ -32,7 +35,8 @@ kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
 [ -n "$kpkg" ] || { echo "images: apt knows no linux-image-amd64" >&2; exit 1; }
 kver=${kpkg#linux-image-}
 PKGS=(xen-hypervisor-4.17-amd64 xen-utils-4.17 xenstore-utils "$kpkg"
-      busybox-static socat libwrap0 jq libjq1 libonig5 e2fsprogs libext2fs2)
+      busybox-static socat libwrap0 jq libjq1 libonig5 e2fsprogs libext2fs2
+      dpkg qemu-system-xen)
 XENBIN=usr/lib/xen-4.17/bin
 DOM0_MODULES=(virtio_pci virtio_blk ext4 crc32c_generic xenfs xen-evtchn
               xen-gntdev xen-gntalloc xen-privcmd)
@@ -114,6 +118,9 @@ add_bin() {
     [ "${src#/}" != "$src" ] || src=$sysroot/$src
     [ -f "$src" ] || die "missing $src"
     mkdir -p "$d/$(dirname "$dest")"
+    # a busybox applet of that name (dpkg, dpkg-deb) is a link: replace
+    # it, never busybox through it
+    rm -f "$d/$dest"
     cp -L "$src" "$d/$dest"
     if LD_LIBRARY_PATH=$libpath ldd "$src" | grep -q 'not found'; then
         die "$src: $(LD_LIBRARY_PATH=$libpath ldd "$src" | grep 'not found' | tr -s ' \t' ' ')"
@@ -178,6 +185,26 @@ for a in read write ls list rm exists watch chmod; do
 done
 add_bin "$s" usr/bin/socat
 add_bin "$s" usr/bin/jq
+# dpkg, and the programs it runs that busybox has not, or not as it
+# wants them: ldconfig (glibc's, static) and GNU tar (dpkg-deb's), from
+# the host, Debian 12 too. Its database holds qemu-system-xen (below);
+# each run adds the packages whose libraries its payload brings (run.sh).
+for b in dpkg dpkg-deb dpkg-split dpkg-query dpkg-divert; do
+    add_bin "$s" usr/bin/$b
+done
+add_bin "$s" /sbin/ldconfig usr/sbin/ldconfig
+add_bin "$s" /usr/bin/tar usr/bin/tar
+mkdir -p "$s"/var/lib/dpkg/{info,updates,triggers} "$s/etc/dpkg/dpkg.cfg.d"
+# Debian's device model, libxl's default (/usr/libexec/
+# xen-qemu-system-i386), installed as dpkg would: the fork's package must
+# leave it alone and its xenblk-default diverts it. Its libraries, not its
+# data (no arm runs it as a device model; dom0.sh runs its --version).
+qdeb=$(ls "$out"/debs/qemu-system-xen_*.deb | head -n 1)
+add_bin "$s" usr/libexec/xen-qemu-system-i386
+dpkg-deb -f "$qdeb" | sed '1a Status: install ok installed' \
+    > "$s/var/lib/dpkg/status"
+dpkg-deb -c "$qdeb" | awk '{ print substr($6, 2) }' |
+    sed 's|/$||; s|^$|/.|' > "$s/var/lib/dpkg/info/qemu-system-xen.list"
 add_modules "$s" "${DOM0_MODULES[@]}"
 finish_modules "$s"
 cp "$out/vmlinuz" "$s/boot/vmlinuz"

@@ -6,7 +6,10 @@
 # that arm's QEMU (device_model_override), Linux's xen-blkfront uses
 # them: fio verify, sha256, flush, discard, mkfs/fsck, ring orders,
 # hot-plug, detach during I/O, read-only and cdrom disks
-# (scripts/realxen/domu-jobs.sh).
+# (scripts/realxen/domu-jobs.sh). The fork arms run first, from the
+# Debian package (make deb) that dom0 installs with dpkg -i; dom0 removes
+# it with dpkg -r after them and checks it is as before; then upstream's
+# arm, from the payload.
 #
 # Usage: scripts/realxen/run.sh ci|smoke|full
 #   smoke  arms upstream and fork, ring order 4 only, no counters
@@ -17,7 +20,9 @@
 #          device_model_args_pv IOThread, poll-max-ns=8000000), ring
 #          orders 0 and 4, flush, discard, the per-I/O counters
 # Env: QEMU_UPSTREAM, QEMU_FORK (default: build/upstream/obj and build/fork
-#      qemu-system-i386); REALXEN_ARMS (a subset of the mode's arms).
+#      qemu-system-i386), FORK_DEB (the fork's package, made from
+#      QEMU_FORK; default: build/deb/'s); REALXEN_ARMS (a subset of the
+#      mode's arms).
 # Output: build/realxen/runs/<time>/ (console.log, results.txt,
 #      counters.txt); build/realxen/latest links to it. Exits 1 when a
 #      case fails, an expected failure passes (strict) or a case is missing.
@@ -32,11 +37,14 @@ here=$top/scripts/realxen
 img=$top/build/realxen
 QEMU_UPSTREAM=${QEMU_UPSTREAM:-$top/build/upstream/obj/qemu-system-i386}
 QEMU_FORK=${QEMU_FORK:-$top/build/fork/qemu-system-i386}
+FORK_DEB=${FORK_DEB:-$(ls "$top"/build/deb/xenblk-qemu_*_amd64.deb 2>/dev/null | tail -n 1)}
+# where the package puts the fork (packaging/debian/README.Debian)
+FORK_INSTALLED=/usr/lib/xenblk/bin/qemu-system-i386
 POLL_NS=8000000                    # the seed's poll-max-ns (8 ms)
 
 case $mode in
-smoke|ci) arms=(upstream fork) ;;
-full)  arms=(upstream fork fork-iothread) ;;
+smoke|ci) arms=(fork upstream) ;;
+full)  arms=(fork fork-iothread upstream) ;;
 *) echo "usage: $0 ci|smoke|full" >&2; exit 2 ;;
 esac
 [ -z "${REALXEN_ARMS:-}" ] || read -r -a arms <<< "$REALXEN_ARMS"
@@ -83,6 +91,7 @@ cases() {
         return
     fi
     echo ldd create
+    [ "$2" != fork ] || echo deb-install
     [ "$2" != fork-iothread ] || echo iothread-args
     if [ "$1" = full ]; then
         for o in 0 4; do
@@ -97,6 +106,7 @@ cases() {
     fi
     echo hotplug-connect hotplug-features hotplug-fio detach-inflight \
          after-detach-xvda reattach ro cdrom reattach-after-failure
+    [ "$2" != fork ] || echo deb-remove
 }
 
 for k in "${!XFAIL[@]}"; do
@@ -108,6 +118,8 @@ declare -A qemu_of=([upstream]=$QEMU_UPSTREAM [fork]=$QEMU_FORK
 for a in "${arms[@]}"; do
     [ -n "${qemu_of[$a]:-}" ] || die "unknown arm $a"
     [ -x "${qemu_of[$a]}" ] || die "no QEMU for arm $a: ${qemu_of[$a]} (make build)"
+    [ "${a%-iothread}" != fork ] || [ -f "$FORK_DEB" ] ||
+        die "no package of the fork in build/deb (make deb)"
 done
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing (make deps)"
 
@@ -119,31 +131,56 @@ run=$img/runs/$(date -u +%Y%m%d-%H%M%S)
 mkdir -p "$run"
 ln -sfn "runs/${run##*/}" "$img/latest"
 
-# --- payload: the run's scripts, the arms' QEMUs and libraries, the domU
-# ramdisk (domu.cpio + this run's jobs), a read-only image ------------------
+# --- payload: the run's scripts, upstream's QEMU, the fork's package, the
+# QEMUs' libraries and dom0's dpkg database, the domU ramdisk (domu.cpio +
+# this run's jobs), a read-only image ----------------------------------------
 p=$run/payload
-mkdir -p "$p/lib" "$p/arms"
+mkdir -p "$p/lib" "$p/arms" "$p/dpkg/info"
 cp "$here/dom0.sh" "$p/"
+libs=()
 for a in "${arms[@]}"; do
     d=${a%-iothread}            # fork-iothread runs the fork's binary
-    if [ ! -e "$p/arms/$d" ]; then
+    if [ "$d" = fork ]; then
+        bin=$FORK_INSTALLED
+        [ -e "$p/xenblk-qemu.deb" ] || cp "$FORK_DEB" "$p/xenblk-qemu.deb"
+    else
+        bin=/payload/arms/$d/qemu-system-i386
         mkdir -p "$p/arms/$d"
         cp "${qemu_of[$a]}" "$p/arms/$d/qemu-system-i386"
-        ldd "${qemu_of[$a]}" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' |
-            xargs -r cp -n -L -t "$p/lib/"
     fi
+    mapfile -t -O ${#libs[@]} libs < <(ldd "${qemu_of[$a]}" |
+        awk '$2 == "=>" && $3 ~ /^\// { print $3 }')
     iot=-
     [ "$a" != fork-iothread ] || iot=poll-max-ns=$POLL_NS,poll-yield=on
     # full: ring order 0 first, in a domain of its own (domu-jobs.sh)
-    [ "$mode" != full ] || echo "full-o0 $a $d $iot -" >> "$p/plan"
+    [ "$mode" != full ] || echo "full-o0 $a $bin $iot -" >> "$p/plan"
     skip=-
     [ "$mode" != ci ] || [ -z "${CI_SKIP[$a]:-}" ] ||
         skip=$(echo "${CI_SKIP[$a]}" | tr ' ' ,)
-    echo "$([ "$mode" = ci ] && echo smoke || echo "$mode") $a $d $iot $skip" \
+    echo "$([ "$mode" = ci ] && echo smoke || echo "$mode") $a $bin $iot $skip" \
         >> "$p/plan"
 done
+mapfile -t libs < <(printf '%s\n' "${libs[@]}" | sort -u)
+cp -n -L -t "$p/lib/" "${libs[@]}"
+# dom0's dpkg database: the packages that own those libraries on this
+# host (Debian 12, as dom0), as its dpkg records them, so that dpkg -i
+# checks the package's Depends against what dom0 really has
+# (one dpkg -S: each call reads the whole database; a library is
+# recorded under /lib or /usr/lib, merged /usr, hence both names)
+dpkg -S "${libs[@]}" $(printf '/usr%s\n' "${libs[@]}" | sed 's|^/usr/usr/|/|') \
+    2>/dev/null | grep -v '^diversion' > "$run/lib-owners" || true
+for l in "${libs[@]}"; do
+    grep -q "/${l##*/}\$" "$run/lib-owners" || die "no package owns $l"
+done
+mapfile -t owners < <(sed 's/: .*//; s/, /\n/g' "$run/lib-owners" | sort -u)
+dpkg-query -s "${owners[@]}" > "$p/dpkg/status"
+for o in "${owners[@]}"; do
+    cp /var/lib/dpkg/info/"$o".list "$p/dpkg/info/" 2>/dev/null ||
+        cp /var/lib/dpkg/info/"${o%:*}".list "$p/dpkg/info/"
+done
 # Data files: libxl passes -vnc none, and QEMU loads the en-us keymap for
-# it. A binary copied out of its build tree (no qemu-bundle/ beside it)
+# it (the package brings the fork's). A binary copied out of its build
+# tree (no qemu-bundle/ beside it)
 # looks in <its dir>/../share/qemu (relocatable builds, the default),
 # else in its configured datadir: dom0.sh links /usr/local/share/qemu and
 # /usr/share/qemu here. The keymaps are the pinned QEMU source's.

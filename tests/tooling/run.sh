@@ -2,7 +2,7 @@
 # Tests of the fork's own tooling: pinned fetch, patch-queue round trip,
 # and what the two QEMU builds must provide.
 # Usage: run.sh [TEST...]   (tampered nosource routes nogc variants
-#                            roundtrip binaries guard; default all)
+#                            roundtrip binaries install guard; default all)
 # Prints one line per test and a closing "N passed, N failed" line.
 set -uo pipefail
 
@@ -284,6 +284,31 @@ t_binaries() {
     fi
 }
 
+# make install DESTDIR=... PREFIX=/usr: the fork where README.Debian's
+# device_model_override points, finding its keymaps from there (QEMU's
+# relocatable lookup), and nothing where Debian's QEMUs live.
+t_install() {
+    local fork=${QEMU_FORK:-$top/build/fork/qemu-system-i386}
+    local d=$work/install bin p
+    [ -x "$fork" ] || { nok "install: the fork is built"; return; }
+    bin=$(sed -n 's/.*device_model_override = "\(.*\)"/\1/p' \
+          "$top/packaging/debian/README.Debian")
+    DESTDIR=$d PREFIX=/usr "$top/scripts/install.sh" "$(dirname "$fork")" \
+        > "$d.log" 2>&1 || { nok "install: scripts/install.sh" "$d.log"; return; }
+    if [ -z "$bin" ] || [ ! -x "$d$bin" ]; then
+        nok "install: the fork at README.Debian's path ($bin)"; return
+    fi
+    echo '{"execute":"qmp_capabilities"}{"execute":"quit"}' |
+        (cd / && timeout 20 "$d$bin" -M none -nodefaults -display none \
+                    -vnc none -qmp stdio) > "$d.log" 2>&1 ||
+        { nok "install: $bin runs -vnc none (its en-us keymap)" "$d.log"; return; }
+    for p in usr/bin/qemu-system-i386 usr/libexec usr/share/qemu \
+             usr/lib/xen-4.17; do
+        [ ! -e "$d/$p" ] || { nok "install: nothing at Debian's /$p"; return; }
+    done
+    ok "install: $bin with its keymaps, nothing at Debian's QEMU paths"
+}
+
 # The bench guard's verdict (scripts/bench/analyze.py --confirm) on
 # made-up confirm runs: noise around parity passes, a cell whose 95%
 # interval lies below 0.90 fails, and a run too short for an interval
@@ -322,7 +347,7 @@ PY
     done
 }
 
-for t in ${*:-tampered nosource routes nogc variants roundtrip binaries guard}; do
+for t in ${*:-tampered nosource routes nogc variants roundtrip binaries install guard}; do
     "t_$t"
 done
 echo "tooling: $pass passed, $fail failed"
