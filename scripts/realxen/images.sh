@@ -7,7 +7,8 @@
 #   OUT/vmlinuz     Debian's kernel (linux-image-amd64): dom0 and the domUs
 #   OUT/dom0.cpio   dom0's initramfs: busybox, xl/libxl, xenstored,
 #                   xenconsoled, xen-init-dom0, xenstore-utils, socat and
-#                   jq (QMP), the kernel modules dom0 needs, /boot/vmlinuz
+#                   jq (QMP), the kernel modules dom0 needs (xen-blkback
+#                   and loop for the blkback arm), /boot/vmlinuz
 #                   for the domUs; /init is scripts/realxen/dom0-init
 #   OUT/domu.cpio   the domUs' initramfs: busybox, fio 3.33 (built from its
 #                   source: Debian's fio pulls 80 MB of libraries),
@@ -35,7 +36,7 @@ PKGS=(xen-hypervisor-4.17-amd64 xen-utils-4.17 xenstore-utils "$kpkg"
       busybox-static socat libwrap0 jq libjq1 libonig5 e2fsprogs libext2fs2)
 XENBIN=usr/lib/xen-4.17/bin
 DOM0_MODULES=(virtio_pci virtio_blk ext4 crc32c_generic xenfs xen-evtchn
-              xen-gntdev xen-gntalloc xen-privcmd)
+              xen-gntdev xen-gntalloc xen-privcmd xen-blkback loop)
 DOMU_MODULES=(xen-blkfront)
 
 log() { echo "images: $*" >&2; }
