@@ -241,8 +241,9 @@ check-second-base: xensim
 # into build/realxen/. check-xen-ci (make check): one boot, upstream and
 # fork, the core jobs, less pristine QEMU's two failures that end in a
 # timeout (about 7 minutes). check-xen-smoke: the same with those two
-# (about 10). check-xen: every job, three arms (the fork also with
-# libxl's IOThread arguments), then the counters table (about 20).
+# (about 10). check-xen: every job, four QEMU arms (the fork also with
+# libxl's IOThread arguments, and without indirect requests), dom0's
+# xen-blkback for the counters, then the counters table (about 30).
 # The fork runs from its package (make deb), which dom0 installs with
 # dpkg and removes before upstream's arm.
 check-xen-ci: build deb

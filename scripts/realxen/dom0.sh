@@ -93,6 +93,39 @@ qemu_pid() {
     done
 }
 
+# xen-blkback's arm: xvda is phy:/dev/loop0 over a file of the scratch
+# disk. libxl runs the disk's hotplug script (Debian's
+# /etc/xen/scripts/block is in xen-utils-common, which this dom0 lacks):
+# this one only tells blkback the device, as "block" does for a device.
+LOOP=/dev/loop0
+cat > /run/xb-phy <<'EOF'
+#!/bin/sh
+# libxl: $1 = add|remove, XENBUS_PATH = the backend's xenstore directory
+[ "$1" = add ] || exit 0
+dev=$(xenstore-read "$XENBUS_PATH/params") || exit 1
+xenstore-write "$XENBUS_PATH/physical-device" "$(stat -L -c %t:%T "$dev")" \
+    "$XENBUS_PATH/physical-device-path" "$dev" \
+    "$XENBUS_PATH/hotplug-status" connected
+EOF
+chmod 755 /run/xb-phy
+
+# blkback_stats DOMID: xvda's counters in query-blockstats' terms, for the
+# counter jobs: blkif requests from blkback's statistics (rd_req, wr_req:
+# one per ring request, indirect or not; sysfs-driver-xen-blkback), and
+# the requests dom0's block layer completed on the loop device (its
+# /sys/block stat, reads and writes) as the operations left once merged
+# (QEMU's rd_operations - rd_merged)
+blkback_stats() {
+    st=/sys/bus/xen-backend/devices/vbd-$1-51712/statistics
+    rd=$(cat $st/rd_req) wr=$(cat $st/wr_req)
+    # shellcheck disable=SC2046
+    set -- $(cat /sys/block/${LOOP#/dev/}/stat)
+    echo "{\"rd_operations\":$rd,\"wr_operations\":$wr," \
+         "\"rd_merged\":$((rd - $1)),\"wr_merged\":$((wr - $5))," \
+         "\"flush_operations\":$(cat $st/f_req)," \
+         "\"unmap_operations\":$(cat $st/ds_req)}"
+}
+
 # serve ARM DOMID QPID VERB ARGS: one request of the domU; prints the
 # answer's text, returns its status
 serve() {
@@ -100,6 +133,10 @@ serve() {
     shift 4
     case $verb in
     stats)
+        if [ "$q" = blkback ]; then
+            blkback_stats "$d"
+            return
+        fi
         # query-blockstats of the disk whose node is "<vdev>-<driver>"
         qmp "$d" '{"execute":"query-blockstats"}' |
             jq -c --arg v "$1-" '.[] | select(.["node-name"] // "" |
@@ -150,11 +187,28 @@ dump_logs() {
 # run_arm MODE ARM QEMU IOTHREAD SKIP: one domU, served until it is gone
 run_arm() {
     mode=$1 a=$2 bin=$3 iot=$4 skip=$5
-    [ -x "$bin" ] || { echo "XB $a R ldd FAIL no $bin"; return; }
-    missing=$(/lib64/ld-linux-x86-64.so.2 --list "$bin" | grep 'not found')
-    [ -z "$missing" ] || { echo "XB $a R ldd FAIL $missing"; return; }
-    echo "XB $a R ldd PASS"
     truncate -s 512M "/scratch/$a-xvda.img"
+    # QEMU "-": no QEMU, xen-blkback serves xvda (phy:)
+    if [ "$bin" = - ]; then
+        losetup "$LOOP" "/scratch/$a-xvda.img" ||
+            { echo "XB $a R create FAIL losetup"; return; }
+        # target= last: xl takes the rest of the spec as the target
+        disk="format=raw,vdev=xvda,access=rw,backendtype=phy,script=/run/xb-phy,target=$LOOP"
+    else
+        [ -x "$bin" ] || { echo "XB $a R ldd FAIL no $bin"; return; }
+        missing=$(/lib64/ld-linux-x86-64.so.2 --list "$bin" | grep 'not found')
+        [ -z "$missing" ] || { echo "XB $a R ldd FAIL $missing"; return; }
+        echo "XB $a R ldd PASS"
+        disk="format=raw,vdev=xvda,access=rw,backendtype=qdisk,target=/scratch/$a-xvda.img"
+    fi
+    # device model arguments: the IOThread, the fork without indirect
+    # segments (fork-noind: on the abstract xen-block, so that the
+    # hot-plugged xen-cdrom gets it too, not only xen-disk)
+    dmargs=
+    [ "$iot" = - ] || dmargs="\"-object\", \"iothread,id=xvda,$iot\", \"-global\", \"xen-disk.polling=on\""
+    case $a in
+    *-noind) dmargs="${dmargs:+$dmargs, }\"-global\", \"xen-block.indirect-requests=off\"" ;;
+    esac
     truncate -s 256M "/scratch/$a-xvdb.img"
     cfg=/run/$a.cfg
     {
@@ -167,12 +221,10 @@ run_arm() {
         echo 'vcpus = 1'
         echo 'on_poweroff = "destroy"'
         echo 'on_crash = "destroy"'
-        echo "disk = [ \"format=raw,vdev=xvda,access=rw,backendtype=qdisk,target=/scratch/$a-xvda.img\" ]"
+        echo "disk = [ \"$disk\" ]"
         echo 'device_model_version = "qemu-xen"'
-        echo "device_model_override = \"$bin\""
-        [ "$iot" = - ] ||
-            echo "device_model_args_pv = [ \"-object\", \"iothread,id=xvda,$iot\"," \
-                 "\"-global\", \"xen-disk.polling=on\" ]"
+        [ "$bin" = - ] || echo "device_model_override = \"$bin\""
+        [ -z "$dmargs" ] || echo "device_model_args_pv = [ $dmargs ]"
     } > "$cfg"
     echo "XB $a I create-start $(cut -d' ' -f1 /proc/uptime)"
     if ! xl create "$cfg" > "/run/$a.create.log" 2>&1; then
@@ -181,7 +233,7 @@ run_arm() {
         return
     fi
     d=$(xl domid "$a")
-    q=$(qemu_pid "$d")
+    if [ "$bin" = - ]; then q=blkback; else q=$(qemu_pid "$d"); fi
     echo "XB $a R create PASS domid=$d qemu-pid=${q:-none}" \
          "exe=$(readlink "/proc/$q/exe") at $(cut -d' ' -f1 /proc/uptime)"
     tail -n +1 -f "/var/log/xen/console/guest-$a.log" 2>/dev/null |
@@ -227,6 +279,7 @@ installed=
 while read -r mode a bin iot skip; do
     # the package's arms come first (run.sh); it goes once they are done
     case $bin in
+    -) ;;                       # blkback's arm: no device model
     $P/*) [ -z "$installed" ] || { deb_remove; installed=; } ;;
     *) [ -n "$installed" ] || { deb_install; installed=1; } ;;
     esac

@@ -3,8 +3,10 @@
 # QEMU that libxl started in dom0 for this domain (the arm).
 #
 # Kernel command line: xb_arm=NAME (the arm, for the markers),
-# xb_mode=smoke|full|full-o0 (docs/real-xen.rst lists the jobs of each;
-# full-o0 is the ring order 0 pass of full, in a domain of its own) and
+# xb_mode=smoke|full|full-o0|counters (docs/real-xen.rst lists the jobs
+# of each; full-o0 is the ring order 0 pass of full, in a domain of its
+# own; counters: ring order, indirect and the counters only, for the arm
+# whose disk xen-blkback serves) and
 # xb_skip=CASE,... (cases left out, "-" for none: run.sh's ci mode).
 # Output, on the console (xenconsoled logs it in dom0):
 #   XB <arm> R <case> PASS|FAIL [detail]   one result per case
@@ -196,10 +198,64 @@ features() {
 backend_nodes() {
     b=$(xenstore-read "device/vbd/$1/backend")
     for k in max-ring-page-order feature-flush-cache feature-discard \
-             discard-granularity feature-persistent info sector-size \
+             discard-granularity feature-persistent \
+             feature-max-indirect-segments info sector-size \
              sectors multi-queue-max-queues; do
         printf '%s=%s ' "$k" "$(xenstore-read "$b/$k" 2>/dev/null || echo -)"
     done
+}
+
+# --- indirect segments ---------------------------------------------------------
+# Whether blkfront must negotiate indirect segments with this arm's
+# backend: the fork (patch 0032, 256 offered) and xen-blkback (256) offer
+# them; pristine QEMU offers none, and fork-noind is the fork with
+# -global xen-block.indirect-requests=off.
+case $arm in upstream|*-noind) want_indirect=no ;; *) want_indirect=yes ;; esac
+
+# job_indirect D DEVID: what blkfront negotiated, from the domU: its own
+# word (the line it prints when the disk connects, "indirect descriptors:
+# enabled;") and the limit it gave the queue from it: max_segments is
+# min(its max_indirect_segments, the backend's
+# feature-max-indirect-segments) with indirect requests, else
+# BLKIF_MAX_SEGMENTS_PER_REQUEST (11). Either alone could mislead (a stale
+# dmesg line of another connect, a limit set for another reason). Then one
+# 128 KiB O_DIRECT read: 32 pages, one indirect request where negotiated.
+# blkfront checks each response (since Linux 5.14, XSA-376): one whose
+# operation is not the request's (an indirect request's is its
+# indirect_op) stops the disk, and its I/O never completes. So the read
+# runs in the background, and a disk that stopped ends the domain's jobs
+# (ring_dead) rather than every later job hanging until dom0's timeout.
+job_indirect() {
+    line=$(dmesg | grep "blkfront: $1: " | tail -n 1)
+    case $line in
+    *"indirect descriptors: enabled;"*) said=yes ;;
+    *"indirect descriptors: disabled;"*) said=no ;;
+    *) said=unknown ;;
+    esac
+    segs=$(cat "/sys/block/$1/queue/max_segments")
+    lim=$(cat /sys/module/xen_blkfront/parameters/max_indirect_segments)
+    b=$(xenstore-read "device/vbd/$2/backend")
+    offer=$(xenstore-read "$b/feature-max-indirect-segments" 2>/dev/null || echo 0)
+    if [ "$want_indirect" = yes ]; then
+        [ "$offer" -lt "$lim" ] && want_segs=$offer || want_segs=$lim
+    else
+        want_segs=11
+    fi
+    why=
+    dd if="/dev/$1" of=/dev/null bs=128k count=1 iflag=direct 2>/dev/null &
+    ddp=$!
+    n=0
+    while kill -0 $ddp 2>/dev/null && [ $n -lt 100 ]; do sleep 0.2; n=$((n + 1)); done
+    if kill -0 $ddp 2>/dev/null; then
+        io="read-128k=hung"
+        why="$(dmesg | grep "$1: response has" | tail -n 1 | sed 's/^\[[^]]*\] //')"
+        why=${why:-"$1: a 128 KiB read did not complete in 20 s"}
+    else
+        wait $ddp && io="read-128k=ok" || io="read-128k=error"
+    fi
+    echo "negotiated=$said max_segments=$segs blkfront-max=$lim backend-offers=$offer $io${why:+ ($why)}"
+    [ "$said" = "$want_indirect" ] && [ "$segs" = "$want_segs" ] &&
+        [ "$io" = read-128k=ok ]
 }
 
 # --- per-I/O counters ---------------------------------------------------------
@@ -253,6 +309,14 @@ pass() {
     [ "$got" = "$o" ]
     res "ring-order-o$o" $? "negotiated=$got"
     say "I features-xvda-o$o $(features xvda 51712)"
+    ind=$(job_indirect xvda 51712)
+    res "indirect-o$o" $? "$ind (expected: $want_indirect)"
+    case $ind in *"=hung"*) ring_dead=yes; return ;; esac
+    if [ "$mode" = counters ]; then
+        # xen-blkback's arm (no QEMU): the counts only
+        counters
+        return
+    fi
     if [ "$mode" != smoke ]; then
         job_verify xvda 1 16m
         res "fio-qd1-o$o" $?
@@ -394,14 +458,24 @@ reattach_failed() {
     fi
 }
 
+ring_dead=
 say "I start $(cut -d' ' -f1 /proc/uptime) mode=$mode"
 if [ "$mode" = full-o0 ]; then
     # blkfront reads max_ring_page_order when it loads, and busybox's
     # rmmod cannot unload it once xvda was used (EAGAIN, 30 tries): ring
     # order 0 gets a domain of its own
     pass 0
+elif [ "$mode" = counters ]; then
+    pass 4
 else
     pass 4
+    if [ -n "$ring_dead" ]; then
+        # xvda's I/O hangs: the other jobs would too (the cases they
+        # leave out are MISSING in the verdict)
+        say "I abort xvda stopped: no further jobs"
+        say "I end $(cut -d' ' -f1 /proc/uptime)"
+        exit 1
+    fi
     hotplug
     ! wanted ro || readonly_disk ro xvdc 51744 \
         "vdev=xvdc,access=ro,backendtype=qdisk,target=/payload/ro.img"

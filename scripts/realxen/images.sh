@@ -9,7 +9,8 @@
 #                   xenconsoled, xen-init-dom0, xenstore-utils, socat and
 #                   jq (QMP), dpkg (run.sh installs the fork's package),
 #                   Debian's device model (qemu-system-xen, installed in
-#                   dom0's dpkg database), the kernel modules dom0 needs,
+#                   dom0's dpkg database), the kernel modules dom0 needs
+#                   (xen-blkback and loop for the blkback arm),
 #                   /boot/vmlinuz for the domUs; /init is
 #                   scripts/realxen/dom0-init
 #   OUT/domu.cpio   the domUs' initramfs: busybox, fio 3.33 (built from its
@@ -39,7 +40,7 @@ PKGS=(xen-hypervisor-4.17-amd64 xen-utils-4.17 xenstore-utils "$kpkg"
       dpkg qemu-system-xen)
 XENBIN=usr/lib/xen-4.17/bin
 DOM0_MODULES=(virtio_pci virtio_blk ext4 crc32c_generic xenfs xen-evtchn
-              xen-gntdev xen-gntalloc xen-privcmd)
+              xen-gntdev xen-gntalloc xen-privcmd xen-blkback loop)
 DOMU_MODULES=(xen-blkfront)
 
 log() { echo "images: $*" >&2; }

@@ -16,9 +16,12 @@
 #   ci     smoke, less pristine QEMU's two known failures that cost a
 #          timeout each (the ro disk never attaches, the re-attach after a
 #          failure; about 3 minutes together): make check runs this one
-#   full   arms upstream, fork and fork-iothread (the fork with libxl's
-#          device_model_args_pv IOThread, poll-max-ns=8000000), ring
-#          orders 0 and 4, flush, discard, the per-I/O counters
+#   full   arms upstream, fork, fork-noind (the fork with libxl's
+#          device_model_args_pv -global xen-block.indirect-requests=off),
+#          fork-iothread (device_model_args_pv IOThread,
+#          poll-max-ns=8000000), ring orders 0 and 4, flush, discard, the
+#          per-I/O counters; and blkback (no QEMU: dom0's xen-blkback
+#          serves a phy: disk), whose domU runs the counters only
 # Env: QEMU_UPSTREAM, QEMU_FORK (default: build/upstream/obj and build/fork
 #      qemu-system-i386), FORK_DEB (the fork's package, made from
 #      QEMU_FORK; default: build/deb/'s); REALXEN_ARMS (a subset of the
@@ -44,7 +47,7 @@ POLL_NS=8000000                    # the seed's poll-max-ns (8 ms)
 
 case $mode in
 smoke|ci) arms=(fork upstream) ;;
-full)  arms=(fork fork-iothread upstream) ;;
+full)  arms=(fork fork-noind fork-iothread upstream blkback) ;;
 *) echo "usage: $0 ci|smoke|full" >&2; exit 2 ;;
 esac
 [ -z "${REALXEN_ARMS:-}" ] || read -r -a arms <<< "$REALXEN_ARMS"
@@ -84,6 +87,14 @@ patch_ref() {
 # cases MODE ARM: the cases an arm must report
 cases() {
     local o c
+    if [ "$2" = blkback ]; then
+        # the domU's counters mode (domu-jobs.sh): no QEMU, no ldd
+        echo create ring-order-o4 indirect-o4
+        grep -v '^#' "$here/counters.list" | while read -r c _; do
+            echo "counters-$c"
+        done
+        return
+    fi
     if [ "$1" = ci ]; then
         for c in $(cases smoke "$2"); do
             [[ " ${CI_SKIP[$2]:-} " == *" $c "* ]] || echo "$c"
@@ -95,14 +106,14 @@ cases() {
     [ "$2" != fork-iothread ] || echo iothread-args
     if [ "$1" = full ]; then
         for o in 0 4; do
-            echo ring-order-o$o fio-qd1-o$o fio-qd32-o$o sha256-o$o \
+            echo ring-order-o$o indirect-o$o fio-qd1-o$o fio-qd32-o$o sha256-o$o \
                  fsync-o$o discard-o$o blockstats-o$o mkfs-o$o
         done
         grep -v '^#' "$here/counters.list" | while read -r c _; do
             echo "counters-$c"
         done
     else
-        echo ring-order-o4 fio-qd32-o4 sha256-o4 mkfs-o4
+        echo ring-order-o4 indirect-o4 fio-qd32-o4 sha256-o4 mkfs-o4
     fi
     echo hotplug-connect hotplug-features hotplug-fio detach-inflight \
          after-detach-xvda reattach ro cdrom reattach-after-failure
@@ -114,11 +125,12 @@ for k in "${!XFAIL[@]}"; do
         die "expected failure $k names a patch not in patches/series: ${XFAIL[$k]}"
 done
 declare -A qemu_of=([upstream]=$QEMU_UPSTREAM [fork]=$QEMU_FORK
-                    [fork-iothread]=$QEMU_FORK)
+                    [fork-noind]=$QEMU_FORK [fork-iothread]=$QEMU_FORK)
 for a in "${arms[@]}"; do
+    [ "$a" != blkback ] || continue
     [ -n "${qemu_of[$a]:-}" ] || die "unknown arm $a"
     [ -x "${qemu_of[$a]}" ] || die "no QEMU for arm $a: ${qemu_of[$a]} (make build)"
-    [ "${a%-iothread}" != fork ] || [ -f "$FORK_DEB" ] ||
+    [ "${a%-*}" != fork ] || [ -f "$FORK_DEB" ] ||
         die "no package of the fork in build/deb (make deb)"
 done
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing (make deps)"
@@ -139,7 +151,12 @@ mkdir -p "$p/lib" "$p/arms" "$p/dpkg/info"
 cp "$here/dom0.sh" "$p/"
 libs=()
 for a in "${arms[@]}"; do
-    d=${a%-iothread}            # fork-iothread runs the fork's binary
+    if [ "$a" = blkback ]; then
+        # no QEMU ("-"): dom0.sh gives xvda to xen-blkback
+        echo "counters $a - - -" >> "$p/plan"
+        continue
+    fi
+    d=${a%-*}                   # fork-iothread, fork-noind: the fork's binary
     if [ "$d" = fork ]; then
         bin=$FORK_INSTALLED
         [ -e "$p/xenblk-qemu.deb" ] || cp "$FORK_DEB" "$p/xenblk-qemu.deb"
