@@ -57,6 +57,7 @@ for a in $arms; do
     # where the backend offers none
     fork-noind) args+=(--qemu "$QEMU_FORK" --qemu-arg=-global
                        --qemu-arg=xen-block.indirect-requests=off) ;;
+    fork-ind256) args+=(--qemu "$QEMU_FORK") ;;
     fork-iothread) args+=(--qemu "$QEMU_FORK" --qemu-arg=-object
                           --qemu-arg="iothread,id=xvda,poll-max-ns=$POLL_NS,poll-yield=on"
                           --qemu-arg=-global
@@ -72,7 +73,9 @@ for a in $arms; do
     done
     [ -f "$sdir/ready" ] || { cat "$sdir/session.log" >&2; die "xensim ($a) did not start"; }
     while read -r c fargs; do
-        echo "$c 51712 --name=$c $fargs --ring_order=4" > "$sdir/cmd"
+        ind=
+        [ "$a" != fork-ind256 ] || ind=--max_indirect_segments=256
+        echo "$c 51712 --name=$c $fargs --ring_order=4 $ind" > "$sdir/cmd"
         for _ in $(seq 1200); do
             [ -f "$sdir/$c.done" ] && break
             kill -0 $pid 2>/dev/null || break

@@ -6,7 +6,7 @@
 # xb_mode=smoke|full|full-o0|counters (docs/real-xen.rst lists the jobs
 # of each; full-o0 is the ring order 0 pass of full, in a domain of its
 # own; counters: ring order, indirect and the counters only, for the arm
-# whose disk xen-blkback serves) and
+# whose disk xen-blkback serves and for fork-ind256) and
 # xb_skip=CASE,... (cases left out, "-" for none: run.sh's ci mode).
 # Output, on the console (xenconsoled logs it in dom0):
 #   XB <arm> R <case> PASS|FAIL [detail]   one result per case
@@ -299,7 +299,13 @@ counters() {
 # --- one pass: blkfront loaded with max_ring_page_order=$1 -----------------
 pass() {
     o=$1
-    modprobe xen-blkfront max_ring_page_order="$o"
+    # fork-ind256: blkfront takes up to 256 segments (1 MiB) per request,
+    # the fork's offer, where Linux's default is 32
+    case $arm in
+    *-ind256) modprobe xen-blkfront max_ring_page_order="$o" \
+                  max_indirect_segments=256 ;;
+    *) modprobe xen-blkfront max_ring_page_order="$o" ;;
+    esac
     if ! wait_path /dev/xvda 60; then
         res "ring-order-o$o" 1 "no /dev/xvda"
         return
@@ -313,7 +319,7 @@ pass() {
     res "indirect-o$o" $? "$ind (expected: $want_indirect)"
     case $ind in *"=hung"*) ring_dead=yes; return ;; esac
     if [ "$mode" = counters ]; then
-        # xen-blkback's arm (no QEMU): the counts only
+        # xen-blkback's arm (no QEMU), fork-ind256: the counts only
         counters
         return
     fi

@@ -20,8 +20,10 @@
 #          device_model_args_pv -global xen-block.indirect-requests=off),
 #          fork-iothread (device_model_args_pv IOThread,
 #          poll-max-ns=8000000), ring orders 0 and 4, flush, discard, the
-#          per-I/O counters; and blkback (no QEMU: dom0's xen-blkback
-#          serves a phy: disk), whose domU runs the counters only
+#          per-I/O counters; fork-ind256 (the fork, the domU's blkfront
+#          loaded with max_indirect_segments=256: one blkif request per
+#          1 MiB I/O) and blkback (no QEMU: dom0's xen-blkback serves a
+#          phy: disk), whose domUs run the counters only
 # Env: QEMU_UPSTREAM, QEMU_FORK (default: build/upstream/obj and build/fork
 #      qemu-system-i386), FORK_DEB (the fork's package, made from
 #      QEMU_FORK; default: build/deb/'s); REALXEN_ARMS (a subset of the
@@ -47,7 +49,7 @@ POLL_NS=8000000                    # the seed's poll-max-ns (8 ms)
 
 case $mode in
 smoke|ci) arms=(fork upstream) ;;
-full)  arms=(fork fork-noind fork-iothread upstream blkback) ;;
+full)  arms=(fork fork-noind fork-ind256 fork-iothread upstream blkback) ;;
 *) echo "usage: $0 ci|smoke|full" >&2; exit 2 ;;
 esac
 [ -z "${REALXEN_ARMS:-}" ] || read -r -a arms <<< "$REALXEN_ARMS"
@@ -87,8 +89,9 @@ patch_ref() {
 # cases MODE ARM: the cases an arm must report
 cases() {
     local o c
-    if [ "$2" = blkback ]; then
-        # the domU's counters mode (domu-jobs.sh): no QEMU, no ldd
+    if [ "$2" = blkback ] || [ "$2" = fork-ind256 ]; then
+        # the domU's counters mode (domu-jobs.sh); blkback: no QEMU, no ldd
+        [ "$2" = blkback ] || echo ldd
         echo create ring-order-o4 indirect-o4
         grep -v '^#' "$here/counters.list" | while read -r c _; do
             echo "counters-$c"
@@ -125,7 +128,8 @@ for k in "${!XFAIL[@]}"; do
         die "expected failure $k names a patch not in patches/series: ${XFAIL[$k]}"
 done
 declare -A qemu_of=([upstream]=$QEMU_UPSTREAM [fork]=$QEMU_FORK
-                    [fork-noind]=$QEMU_FORK [fork-iothread]=$QEMU_FORK)
+                    [fork-noind]=$QEMU_FORK [fork-ind256]=$QEMU_FORK
+                    [fork-iothread]=$QEMU_FORK)
 for a in "${arms[@]}"; do
     [ "$a" != blkback ] || continue
     [ -n "${qemu_of[$a]:-}" ] || die "unknown arm $a"
@@ -167,6 +171,11 @@ for a in "${arms[@]}"; do
     fi
     mapfile -t -O ${#libs[@]} libs < <(ldd "${qemu_of[$a]}" |
         awk '$2 == "=>" && $3 ~ /^\// { print $3 }')
+    if [ "$a" = fork-ind256 ]; then
+        # the domU's counters mode: blkfront's limit is the arm's name
+        echo "counters $a $bin - -" >> "$p/plan"
+        continue
+    fi
     iot=-
     [ "$a" != fork-iothread ] || iot=poll-max-ns=$POLL_NS,poll-yield=on
     # full: ring order 0 first, in a domain of its own (domu-jobs.sh)
