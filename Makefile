@@ -35,7 +35,8 @@ QEMU_FORK     := $(QBUILD)/fork/qemu-system-i386
 FORK_DEB      := $(QBUILD)/deb/xenblk-qemu_$(DEB_VERSION)_amd64.deb
 XENSIM_BUILD  := $(BUILD)/xensim
 # The series' qtests (tests/qtest/ of build/src), run on the fork
-XEN_QTESTS    := xenpv-test xen-block-notify-test xen-block-poll-test \
+XEN_QTESTS    := xenpv-test xen-testbed-test xen-block-notify-test \
+                 xen-block-poll-test \
                  xen-block-merge-test xen-block-indirect-test \
                  xen-block-hostile-test
 # ... and its unit tests (tests/unit/)
