@@ -110,7 +110,7 @@ quick)
     rand_qd_list=${BENCH_RAND_QD-"16"}
     repeats=${BENCH_REPEATS:-3}
     # 198 runs (the file disk's four arms, null-co's two; 11 cells, 3
-    # repeats); 1 s each keeps it at about 6 minutes
+    # repeats); 1 s each keeps it at about 7 minutes
     ramp=${BENCH_RAMP:-0}
     runtime=${BENCH_RUNTIME:-1s}
     ;;
