@@ -301,11 +301,10 @@ pass() {
     o=$1
     # fork-ind256: blkfront takes up to 256 segments (1 MiB) per request,
     # the fork's offer, where Linux's default is 32
-    case $arm in
-    *-ind256) modprobe xen-blkfront max_ring_page_order="$o" \
-                  max_indirect_segments=256 ;;
-    *) modprobe xen-blkfront max_ring_page_order="$o" ;;
-    esac
+    ind_opt=
+    case $arm in *-ind256) ind_opt=max_indirect_segments=256 ;; esac
+    # shellcheck disable=SC2086
+    modprobe xen-blkfront max_ring_page_order="$o" $ind_opt
     if ! wait_path /dev/xvda 60; then
         res "ring-order-o$o" 1 "no /dev/xvda"
         return
