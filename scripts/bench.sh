@@ -161,10 +161,13 @@ arm_qemu[fork]=$qb/fork/qemu-system-i386
 # =off), so the guest splits a large I/O into 11-segment requests as before;
 # not in the default arms, ask for it with BENCH_ARMS
 arm_qemu[fork-noind]=$qb/fork/qemu-system-i386
+# fork-buffered: the fork opening libxl's disk buffered, as before patch
+# 0034 (direct-io=off); not in the default arms either
+arm_qemu[fork-buffered]=$qb/fork/qemu-system-i386
 arm_qemu[notify-only]=$qb/arms/notify/obj/qemu-system-i386
 arm_qemu[notify+poll]=$qb/arms/notify-poll/obj/qemu-system-i386
 arm_iothread_arg=([upstream]=0 [notify-only]=0 [notify+poll]=1 [fork]=1
-                  [fork-noind]=1 [tapdisk]=-)
+                  [fork-noind]=1 [fork-buffered]=1 [tapdisk]=-)
 # BENCH_EXTRA_ARMS="NAME=QEMU ...": more arms, e.g. a proposed change
 # built beside the fork (it takes libxl's IOThread from the command line,
 # as the fork does); named in the results as given, after the others
@@ -366,6 +369,8 @@ arm_args() {
     done
     [ "$a" != fork-noind ] || printf '%s\n' --qemu-arg=-global \
         --qemu-arg=xen-disk.indirect-requests=off
+    [ "$a" != fork-buffered ] || printf '%s\n' --qemu-arg=-global \
+        --qemu-arg=xen-disk.direct-io=off
     if [ "${arm_iothread_arg[$a]}" = 1 ]; then
         printf '%s\n' --qemu-arg=-object \
             --qemu-arg="iothread,id=xvda,poll-max-ns=$poll_ns,poll-yield=on" \
