@@ -153,7 +153,7 @@ fio=${FIO:-/usr/bin/fio}
 # the build takes libxl's IOThread from the command line.
 declare -A arm_qemu arm_commit arm_iothread_arg
 # the default arms; the ablation arms (notify-only, notify+poll) and
-# fork-noind are asked for with BENCH_ARMS
+# fork-noind and fork-buffered are asked for with BENCH_ARMS
 all_arms=(upstream fork tapdisk)
 arm_qemu[upstream]=$qb/upstream/obj/qemu-system-i386
 arm_qemu[fork]=$qb/fork/qemu-system-i386
