@@ -38,7 +38,7 @@ XENSIM_BUILD  := $(BUILD)/xensim
 XEN_QTESTS    := xenpv-test xen-testbed-test xen-block-notify-test \
                  xen-block-poll-test \
                  xen-block-merge-test xen-block-indirect-test \
-                 xen-block-direct-io-test \
+                 xen-block-direct-io-test xen-block-batch-test \
                  xen-block-hostile-test
 # ... and its unit tests (tests/unit/)
 XEN_UNIT_TESTS := test-aio-fd-poll test-aio-poll-yield
