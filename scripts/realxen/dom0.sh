@@ -166,7 +166,10 @@ serve() {
         truncate -s 64M "/scratch/$a-$1.img"
         ;;
     qemu-alive)
-        kill -0 "$q" 2>/dev/null && echo yes || echo no
+        # no: with what the kernel said of its end, if anything
+        kill -0 "$q" 2>/dev/null && echo yes ||
+            echo "no $(dmesg | grep -E 'qemu.*(segfault|traps:)' | tail -n 1 |
+                       tr -s ' ' | cut -c1-160)"
         ;;
     *)
         echo "unknown request $verb"

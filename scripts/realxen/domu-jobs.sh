@@ -362,6 +362,7 @@ hotplug() {
         return
     fi
     res hotplug-connect 0
+    xvdb_up=1
     sleep 1
     ref=$(features xvda 51712)
     f=$(features xvdb 51728)
@@ -373,9 +374,13 @@ hotplug() {
     res hotplug-features $? "xvdb: $f; xvda: $ref"
     job_verify xvdb 32 16m
     res hotplug-fio $?
+}
 
-    # detach while fio runs: fio must end (EIO), the node must go, QEMU
-    # must stay up and keep serving xvda
+# detach xvdb while fio runs: fio must end (EIO), the node must go, QEMU
+# must stay up and keep serving xvda. It runs last: pristine QEMU may die
+# here (run.sh, SOMETIMES), and the cases after it need a live QEMU.
+detach_inflight() {
+    [ -n "${xvdb_up:-}" ] || return
     fio --name=busy --filename=/dev/xvdb --ioengine=libaio --direct=1 \
         --rw=randrw --bs=64k --iodepth=32 --size=200m --time_based \
         --runtime=60 --output=/tmp/busy.out >/dev/null 2>&1 &
@@ -487,6 +492,7 @@ else
     readonly_disk cdrom xvdd 51760 \
         "vdev=xvdd,devtype=cdrom,access=ro,backendtype=qdisk,target=/payload/ro.img"
     ! wanted reattach-after-failure || reattach_failed
+    detach_inflight
 fi
 ask record >/dev/null
 say "I end $(cut -d' ' -f1 /proc/uptime)"

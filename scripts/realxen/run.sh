@@ -64,6 +64,15 @@ declare -A XFAIL=(
     [upstream:blockstats-o4]="account cache flushes and discards in blockstats"
 )
 
+# Pristine QEMU's known failures that do not show in every run: case ->
+# the subject of the patch that fixes it. They pass or fail (XFAIL); the
+# cases that need the QEMU such a failure killed are left out (SKIP).
+declare -A SOMETIMES=(
+    [upstream:detach-inflight]="take no request in drains, wait for all before unmap"
+)
+# case -> the case before it whose failure leaves it out (domu-jobs.sh)
+declare -A AFTER=([after-detach-xvda]=detach-inflight [reattach]=detach-inflight)
+
 log() { echo "realxen: $*" >&2; }
 die() { log "$*"; exit 1; }
 
@@ -118,14 +127,18 @@ cases() {
     else
         echo ring-order-o4 indirect-o4 fio-qd32-o4 sha256-o4 mkfs-o4
     fi
-    echo hotplug-connect hotplug-features hotplug-fio detach-inflight \
-         after-detach-xvda reattach ro cdrom reattach-after-failure
+    echo hotplug-connect hotplug-features hotplug-fio ro cdrom \
+         reattach-after-failure detach-inflight after-detach-xvda reattach
     [ "$2" != fork ] || echo deb-remove
 }
 
 for k in "${!XFAIL[@]}"; do
     [ -n "$(patch_ref "${XFAIL[$k]}")" ] ||
         die "expected failure $k names a patch not in patches/series: ${XFAIL[$k]}"
+done
+for k in "${!SOMETIMES[@]}"; do
+    [ -n "$(patch_ref "${SOMETIMES[$k]}")" ] ||
+        die "known failure $k names a patch not in patches/series: ${SOMETIMES[$k]}"
 done
 declare -A qemu_of=([upstream]=$QEMU_UPSTREAM [fork]=$QEMU_FORK
                     [fork-noind]=$QEMU_FORK [fork-ind256]=$QEMU_FORK
@@ -256,6 +269,7 @@ rm -f "$run/scratch.img"
 res=$run/results.txt
 grep -a -o 'XB [a-z0-9-]* [RCI] .*' "$run/console.log" | tr -d '\r' > "$run/markers.txt" || true
 fails=0
+declare -A failed_sometimes=()
 {
     printf '%-14s %-26s %-6s %s\n' arm case result detail
     for a in "${arms[@]}"; do
@@ -273,11 +287,17 @@ fails=0
             st=$(echo "$line" | cut -d' ' -f5)
             detail=$(echo "$line" | cut -d' ' -f6-)
             x=${XFAIL[$a:$c]:-}
-            case $st:${x:+x} in
-            PASS:)  v=PASS ;;
+            m=${SOMETIMES[$a:$c]:-}
+            [ -z "$st" ] && [ -n "${AFTER[$c]:-}" ] &&
+                [ -n "${failed_sometimes[$a:${AFTER[$c]}]:-}" ] && st=LEFT
+            case $st:${x:+x}${m:+m} in
+            PASS:|PASS:m) v=PASS ;;
             FAIL:x) v=XFAIL; detail="$detail (fixed by $(patch_ref "$x"))" ;;
+            FAIL:m) v=XFAIL; failed_sometimes[$a:$c]=1
+                    detail="$detail (a known failure that does not always show; fixed by $(patch_ref "$m"))" ;;
             PASS:x) v=XPASS; fails=$((fails + 1))
                     detail="expected to fail (fixed by $(patch_ref "$x")), passed" ;;
+            LEFT:*) v=SKIP; detail="left out: ${AFTER[$c]} failed as it may" ;;
             :*)     v=MISSING; fails=$((fails + 1)) ;;
             *)      v=FAIL; fails=$((fails + 1)) ;;
             esac
