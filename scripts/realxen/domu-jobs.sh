@@ -362,7 +362,6 @@ hotplug() {
         return
     fi
     res hotplug-connect 0
-    xvdb_up=1
     sleep 1
     ref=$(features xvda 51712)
     f=$(features xvdb 51728)
@@ -380,7 +379,7 @@ hotplug() {
 # must stay up and keep serving xvda. It runs last: pristine QEMU may die
 # here (run.sh, SOMETIMES), and the cases after it need a live QEMU.
 detach_inflight() {
-    [ -n "${xvdb_up:-}" ] || return
+    [ -b /dev/xvdb ] || return      # hotplug-connect failed
     fio --name=busy --filename=/dev/xvdb --ioengine=libaio --direct=1 \
         --rw=randrw --bs=64k --iodepth=32 --size=200m --time_based \
         --runtime=60 --output=/tmp/busy.out >/dev/null 2>&1 &

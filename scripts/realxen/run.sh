@@ -132,13 +132,10 @@ cases() {
     [ "$2" != fork ] || echo deb-remove
 }
 
-for k in "${!XFAIL[@]}"; do
-    [ -n "$(patch_ref "${XFAIL[$k]}")" ] ||
-        die "expected failure $k names a patch not in patches/series: ${XFAIL[$k]}"
-done
-for k in "${!SOMETIMES[@]}"; do
-    [ -n "$(patch_ref "${SOMETIMES[$k]}")" ] ||
-        die "known failure $k names a patch not in patches/series: ${SOMETIMES[$k]}"
+for k in "${!XFAIL[@]}" "${!SOMETIMES[@]}"; do
+    s=${XFAIL[$k]:-${SOMETIMES[$k]}}
+    [ -n "$(patch_ref "$s")" ] ||
+        die "known failure $k names a patch not in patches/series: $s"
 done
 declare -A qemu_of=([upstream]=$QEMU_UPSTREAM [fork]=$QEMU_FORK
                     [fork-noind]=$QEMU_FORK [fork-ind256]=$QEMU_FORK
